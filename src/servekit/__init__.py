@@ -1,0 +1,10 @@
+"""servekit: verified serving recipes for open models."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("servekit")
+except PackageNotFoundError:  # running from a source tree without an install
+    __version__ = "0.0.0+unknown"
+
+__all__ = ["__version__"]

@@ -1,0 +1,81 @@
+"""The ``servekit`` command: global options, command groups, and the one error renderer."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import typer
+from rich.markup import escape
+
+from servekit import __version__, progress
+from servekit.cli import demo, package, verify
+from servekit.cli.output import stderr
+from servekit.errors import Error
+
+app = typer.Typer(
+    name="servekit",
+    help=(
+        "Verified serving recipes: pin an engine build and an upstream model, measure, "
+        "check every claim against raw evidence, sign a receipt, build a kit anyone can verify."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(package.app, name="package")
+app.add_typer(verify.app, name="verify")
+app.command("demo")(demo.demo)
+
+_state = {"verbose": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"servekit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Show the full traceback when a command fails."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Never draw progress bars."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Global options apply to every command."""
+    _state["verbose"] = verbose
+    progress.set_enabled(not quiet)
+
+
+def _render(exc: Error) -> int:
+    stderr.print(f"[bold red]error:[/] {escape(exc.message)}")
+    if exc.hint:
+        stderr.print(f"[yellow]hint:[/] {escape(exc.hint)}")
+    return exc.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; maps every servekit error to its exit code."""
+    try:
+        app(args=argv, prog_name="servekit")
+    except SystemExit as exc:  # click's standalone mode: usage errors, --help, typer.Exit
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except Error as exc:
+        if _state["verbose"]:
+            traceback.print_exc()
+        return _render(exc)
+    except Exception:
+        traceback.print_exc()
+        stderr.print("error: unexpected internal error; please report it with the traceback above")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

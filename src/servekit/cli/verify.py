@@ -1,0 +1,15 @@
+"""``servekit verify``: check a kit (manifest, signature, subjects) or downloaded weights.
+
+Every check raises a specific :class:`~servekit.errors.VerificationError`; the exit
+code names the failure class (see docs/cli.md). Nothing passes silently.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    help="Verify a kit or a model's weights. Exit 0 means verified; every failure names "
+    "the file, the expected and the actual value.",
+    no_args_is_help=True,
+)

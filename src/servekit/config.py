@@ -1,0 +1,55 @@
+"""Typed settings, built by :func:`load_settings` and never at import time."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from servekit.errors import UsageError
+
+ENV_PREFIX = "SERVEKIT_"
+
+
+class Settings(BaseModel):
+    """Every setting servekit reads, with its default.
+
+    Each field is read from the environment variable ``SERVEKIT_<NAME>``
+    (upper case); docs/settings.md lists them all.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database_url: str = Field(
+        default="sqlite:///servekit.db",
+        description="SQLAlchemy URL of the store database (SQLite by default, PostgreSQL at scale).",
+    )
+    examples_dir: Path = Field(
+        default=Path("examples/packages"),
+        description="Directory holding the example package definitions used by `servekit demo`.",
+    )
+    progress: bool = Field(
+        default=True,
+        description="Show progress bars on a terminal (they are always off when output is not a TTY).",
+    )
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build :class:`Settings` from ``environ`` (default: the process environment)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, str] = {}
+    for name in Settings.model_fields:
+        key = ENV_PREFIX + name.upper()
+        if key in env:
+            values[name] = env[key]
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{str(e['loc'][0]).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise UsageError(
+            f"invalid setting: {problems}", hint="see docs/settings.md for each setting's type"
+        ) from exc

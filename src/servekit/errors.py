@@ -1,0 +1,281 @@
+"""Every public servekit error, under one base class.
+
+Each error carries a ``hint``: the next step a person should take. Front ends
+render errors in one place (``servekit.cli.main``) and map each class to its
+``exit_code``. Foreign exceptions are translated at the seam with
+``raise ... from exc`` so callers only ever catch :class:`Error`.
+
+Exit codes (documented in ``docs/cli.md``):
+
+====  ==========================================================
+0     success / verified
+1     unexpected internal error (a bug: please report it)
+2     usage error (bad option or argument)
+3     the package definition or its files cannot be loaded
+4     a claim rule refused a figure
+5     signing or key problem
+6     Hugging Face Hub problem (revision, token, network)
+7     benchmark run problem
+10    verification failed: a file differs from the manifest/pin
+11    verification failed: a file is missing
+12    verification failed: an unexpected extra file
+13    verification failed: bad or untrusted signature
+14    verification failed: receipt subjects do not match
+15    verification failed: unsafe or malformed archive
+16    verification failed: a file could not be read
+====  ==========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "BenchError",
+    "ClaimRuleError",
+    "ClaimViolation",
+    "Error",
+    "EvidenceError",
+    "ExtraFileError",
+    "FileChangedError",
+    "HubError",
+    "MissingFileError",
+    "PackageError",
+    "PackageFileError",
+    "PackageSchemaError",
+    "ReadError",
+    "SignatureError",
+    "SigningKeyError",
+    "SubjectMismatchError",
+    "UnsafeArchiveError",
+    "UsageError",
+    "VerificationError",
+]
+
+
+class Error(Exception):
+    """Base class of every error servekit raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\nhint: {self.hint}"
+        return self.message
+
+
+class UsageError(Error):
+    """An option or argument is wrong."""
+
+    exit_code = 2
+
+
+# --- package definition (loading) -------------------------------------------
+
+
+class PackageError(Error):
+    """The package definition or one of its files cannot be used."""
+
+    exit_code = 3
+
+
+class PackageFileError(PackageError):
+    """A file of the package is missing, unreadable or not valid YAML/JSON."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}", hint=hint)
+        self.path = str(path)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    """One problem found while validating ``package.yaml``."""
+
+    field: str
+    message: str
+    line: int | None
+
+
+class PackageSchemaError(PackageError):
+    """``package.yaml`` does not match the package schema."""
+
+    def __init__(self, *, path: Path | str, problems: Sequence[SchemaProblem]) -> None:
+        lines = []
+        for p in problems:
+            where = f"{path}:{p.line}" if p.line is not None else str(path)
+            lines.append(f"{where}: {p.field}: {p.message}")
+        super().__init__(
+            f"{path} does not match the package schema "
+            f"({len(problems)} problem{'s' if len(problems) != 1 else ''}):\n  "
+            + "\n  ".join(lines),
+            hint="fix each field named above; `servekit package schema` prints every field "
+            "with its type, and docs/package.md explains them",
+        )
+        self.path = str(path)
+        self.problems = tuple(problems)
+
+
+class EvidenceError(PackageError):
+    """An evidence file is missing or its records are malformed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}", hint=hint)
+        self.path = str(path)
+        self.line = line
+
+
+# --- claim rules --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimViolation:
+    """A claim the evidence does not carry, with the rule it breaks."""
+
+    rule: str
+    field: str
+    message: str
+    fix: str
+
+
+class ClaimRuleError(Error):
+    """One or more claims in the package are not carried by its evidence."""
+
+    exit_code = 4
+
+    def __init__(self, violations: Sequence[ClaimViolation]) -> None:
+        body = "\n".join(
+            f"  [{v.rule}] {v.field}: {v.message}\n      fix: {v.fix}" for v in violations
+        )
+        super().__init__(
+            f"{len(violations)} claim{'s' if len(violations) != 1 else ''} refused:\n{body}",
+            hint="correct the figures or add the evidence; `servekit package check DIR` "
+            "re-runs every rule",
+        )
+        self.violations = tuple(violations)
+
+
+# --- keys and signing ---------------------------------------------------------
+
+
+class SigningKeyError(Error):
+    """A signing or verification key is missing, malformed or unsafe."""
+
+    exit_code = 5
+
+
+# --- Hugging Face Hub ---------------------------------------------------------
+
+
+class HubError(Error):
+    """The Hugging Face Hub could not answer what was asked."""
+
+    exit_code = 6
+
+
+# --- benchmark harness --------------------------------------------------------
+
+
+class BenchError(Error):
+    """A benchmark run could not be started or its files cannot be read."""
+
+    exit_code = 7
+
+
+# --- verification -------------------------------------------------------------
+
+
+class VerificationError(Error):
+    """Verification failed. Subclasses name the failure; never caught silently.
+
+    ``file`` is the path that failed, ``expected`` and ``actual`` the values
+    compared (``None`` where a side does not exist, e.g. a missing file).
+    """
+
+    exit_code = 10
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        expected: str | None = None,
+        actual: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        parts = [message]
+        if file is not None:
+            parts.append(f"  file:     {file}")
+        if expected is not None:
+            parts.append(f"  expected: {expected}")
+        if actual is not None:
+            parts.append(f"  actual:   {actual}")
+        super().__init__("\n".join(parts), hint=hint)
+        self.file = file
+        self.expected = expected
+        self.actual = actual
+
+
+class FileChangedError(VerificationError):
+    """A file's digest or size differs from the one recorded."""
+
+    exit_code = 10
+
+
+class MissingFileError(VerificationError):
+    """A recorded file is absent."""
+
+    exit_code = 11
+
+
+class ExtraFileError(VerificationError):
+    """A file is present that nothing recorded."""
+
+    exit_code = 12
+
+
+class SignatureError(VerificationError):
+    """The signature is invalid, or made by a key that is not trusted."""
+
+    exit_code = 13
+
+
+class SubjectMismatchError(VerificationError):
+    """A receipt subject does not match the kit or the model pin."""
+
+    exit_code = 14
+
+
+class UnsafeArchiveError(VerificationError):
+    """An archive member is unsafe (absolute path, ``..``, link, device) or malformed."""
+
+    exit_code = 15
+
+
+class ReadError(VerificationError):
+    """A file could not be read while verifying (permissions, I/O error, loop)."""
+
+    exit_code = 16

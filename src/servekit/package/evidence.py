@@ -1,0 +1,182 @@
+"""Raw benchmark evidence: the per-request record format and its loader.
+
+An evidence file is JSON Lines (docs/metrics.md has the full reference):
+
+* line 1 is the run header, ``{"record": "run", "format": "servekit.bench/v1", ...}``;
+* every following line is one request, ``{"record": "request", ...}``.
+
+Times are seconds on the client's monotonic clock, relative to the run's start;
+``started_at`` is the single wall-clock anchor of the run. Token counts are
+what the server reported (``usage``), or what the client counted when the
+server sent none (``usage_source`` says which).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from servekit.errors import EvidenceError
+
+FORMAT: Literal["servekit.bench/v1"] = "servekit.bench/v1"
+
+
+class RunHeader(BaseModel):
+    """Metadata of one benchmark run (the first line of an evidence file)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    record: Literal["run"] = "run"
+    format: Literal["servekit.bench/v1"] = FORMAT
+    run: str
+    endpoint: str
+    model: str
+    api: Literal["completions", "chat"]
+    engine_version: str | None = None
+    servekit_version: str
+    simulator: bool = False
+    seed: int
+    host: str
+    gpus: int = Field(ge=1)
+    started_at: str = Field(description="ISO 8601 wall-clock time at monotonic zero.")
+    ended_at: str
+    usage_source: Literal["server", "client", "mixed"] = "server"
+    imported_from: str | None = None
+    missing_fields: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+class RequestRecord(BaseModel):
+    """One request as the client saw it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    record: Literal["request"] = "request"
+    id: str
+    run: str
+    concurrency: int = Field(ge=1)
+    warmup: bool = False
+    t_send: float
+    t_first_event: float | None = None
+    t_first_content: float | None = None
+    t_content: tuple[float, ...] = ()
+    t_end: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    requested_output_tokens: int | None = None
+    http_status: int | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.error is None
+            and self.http_status == 200
+            and self.t_first_content is not None
+            and self.t_end is not None
+        )
+
+    @property
+    def length_mismatch(self) -> bool:
+        return (
+            self.requested_output_tokens is not None
+            and self.completion_tokens is not None
+            and self.completion_tokens != self.requested_output_tokens
+        )
+
+
+class Evidence(BaseModel):
+    """A loaded evidence file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    header: RunHeader
+    requests: tuple[RequestRecord, ...]
+
+    def measured(self, concurrency: int) -> tuple[RequestRecord, ...]:
+        """Non-warmup requests at one concurrency, successful or not."""
+        return tuple(r for r in self.requests if r.concurrency == concurrency and not r.warmup)
+
+    def warmups(self, concurrency: int) -> tuple[RequestRecord, ...]:
+        return tuple(r for r in self.requests if r.concurrency == concurrency and r.warmup)
+
+    @property
+    def concurrencies(self) -> tuple[int, ...]:
+        return tuple(sorted({r.concurrency for r in self.requests}))
+
+
+def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvidenceError(
+            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            path=path,
+            line=number,
+            hint="evidence files are JSON Lines: one JSON object per line",
+        ) from exc
+    if not isinstance(obj, dict):
+        raise EvidenceError("a line must be a JSON object", path=path, line=number)
+    return obj
+
+
+def _validation_message(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
+    """Parse evidence lines; ``path`` is only used in messages."""
+    header: RunHeader | None = None
+    requests: list[RequestRecord] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        obj = _parse_line(path, number, text)
+        try:
+            if header is None:
+                header = RunHeader.model_validate(obj)
+            else:
+                requests.append(RequestRecord.model_validate(obj))
+        except ValidationError as exc:
+            kind = "run header" if header is None else "request record"
+            raise EvidenceError(
+                f"invalid {kind}: {_validation_message(exc)}",
+                path=path,
+                line=number,
+                hint=f"the first line is the run header and each later line a request "
+                f"({FORMAT}); see docs/metrics.md",
+            ) from exc
+    if header is None:
+        raise EvidenceError(
+            "empty evidence file", path=path, hint="write it with `servekit bench run`"
+        )
+    return Evidence(path=str(path), header=header, requests=tuple(requests))
+
+
+def load_evidence(path: Path) -> Evidence:
+    """Load one evidence file, raising :class:`EvidenceError` with the line on failure."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return parse_evidence(path, fh)
+    except FileNotFoundError as exc:
+        raise EvidenceError(
+            "evidence file not found",
+            path=path,
+            hint="add the raw file under evidence/ or fix the run's `file` path",
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvidenceError(f"cannot read evidence file: {exc}", path=path) from exc
+
+
+def dump_evidence(header: RunHeader, requests: Iterable[RequestRecord]) -> str:
+    """Serialize a run header and its requests as evidence JSON Lines."""
+    out = [json.dumps(header.model_dump(mode="json"), separators=(",", ":"))]
+    out.extend(json.dumps(r.model_dump(mode="json"), separators=(",", ":")) for r in requests)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,186 @@
+"""Load a package directory: parse ``package.yaml``, validate it, check its files exist.
+
+Steps:
+  1. read and parse the YAML, keeping each node's line for messages;
+  2. refuse duplicate keys (YAML would silently keep the last);
+  3. validate against :class:`~servekit.package.models.Package`;
+  4. check every path it names exists inside the directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from servekit.errors import PackageError, PackageFileError, PackageSchemaError, SchemaProblem
+from servekit.package.models import Package
+
+PACKAGE_FILE = "package.yaml"
+
+
+@dataclass(frozen=True)
+class LoadedPackage:
+    """A validated package and the directory it was loaded from."""
+
+    root: Path
+    package: Package
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+
+def _compose(path: Path, text: str) -> yaml.Node:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise PackageFileError(
+            f"not valid YAML: {exc.problem}",
+            path=path,
+            line=line,
+            hint="check indentation and quoting on that line",
+        ) from exc
+    if node is None:
+        raise PackageFileError("the file is empty", path=path, hint="see examples/packages/")
+    return node
+
+
+def _duplicate_keys(path: Path, node: yaml.Node) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            name = str(key.value)
+            if name in seen:
+                raise PackageFileError(
+                    f"duplicate key '{name}'",
+                    path=path,
+                    line=key.start_mark.line + 1,
+                    hint="each key may appear once per mapping; remove one",
+                )
+            seen.add(name)
+            _duplicate_keys(path, value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _duplicate_keys(path, item)
+
+
+def _line_of(node: yaml.Node, loc: tuple[int | str, ...]) -> int | None:
+    """The line of the deepest node along ``loc`` (1-based)."""
+    current = node
+    for part in loc:
+        child: yaml.Node | None = None
+        if isinstance(current, yaml.MappingNode):
+            child = next((v for k, v in current.value if k.value == part), None)
+            if child is None:  # unknown or missing field: point at the mapping
+                break
+        elif isinstance(current, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(current.value):
+                break
+            child = current.value[part]
+        else:
+            break
+        current = child
+    return current.start_mark.line + 1
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _problems(node: yaml.Node, exc: ValidationError) -> list[SchemaProblem]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field (remove it, or check its spelling against the schema)"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        elif err["type"] == "string_type":
+            message += f" (YAML read {err['input']!r} as a number or boolean: quote the value)"
+        problems.append(SchemaProblem(field=_field(loc), message=message, line=_line_of(node, loc)))
+    return problems
+
+
+def parse_package(path: Path, text: str) -> Package:
+    """Parse and validate ``package.yaml`` text; ``path`` is used in messages."""
+    node = _compose(path, text)
+    _duplicate_keys(path, node)
+    data: Any = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise PackageFileError(
+            "the top level must be a mapping of fields", path=path, line=1, hint="see examples/"
+        )
+    try:
+        return Package.model_validate(data)
+    except ValidationError as exc:
+        raise PackageSchemaError(path=path, problems=_problems(node, exc)) from exc
+
+
+def referenced_files(package: Package) -> list[tuple[str, str]]:
+    """(field, relative path) for every file the package names."""
+    refs = [
+        ("license.file", package.license.file),
+        ("model.license.file", package.model.license.file),
+    ]
+    if package.model.files:
+        refs.append(("model.files", package.model.files))
+    if package.engine.build_recipe:
+        refs.append(("engine.build_recipe", package.engine.build_recipe))
+    refs.extend(
+        (f"measurements.runs[{i}].file", run.file)
+        for i, run in enumerate(package.measurements.runs)
+    )
+    refs.extend(
+        (f"accuracy.controls[{i}].evidence", c.evidence)
+        for i, c in enumerate(package.accuracy.controls)
+        if c.evidence
+    )
+    return refs
+
+
+def _check_files(root: Path, package: Package) -> None:
+    resolved_root = root.resolve()
+    for field, relative in referenced_files(package):
+        target = (root / relative).resolve()
+        if not target.is_relative_to(resolved_root):
+            raise PackageFileError(
+                f"{field} points outside the package directory: {relative}",
+                path=root / PACKAGE_FILE,
+                hint="every file a package names must live inside its directory",
+            )
+        if not target.is_file():
+            raise PackageFileError(
+                f"{field} names a file that does not exist: {relative}",
+                path=root / PACKAGE_FILE,
+                hint=f"add {root / relative} or correct the path",
+            )
+
+
+def load_package(directory: Path | str) -> LoadedPackage:
+    """Load and validate a package directory (raises :class:`PackageError`)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise PackageError(
+            f"{root}: not a package directory",
+            hint="pass the directory that holds package.yaml, evidence/, licenses/ and build/",
+        )
+    manifest = root / PACKAGE_FILE
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise PackageFileError(
+            "package.yaml not found", path=manifest, hint="create it; see examples/packages/"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PackageFileError(f"cannot read: {exc}", path=manifest) from exc
+    package = parse_package(manifest, text)
+    _check_files(root, package)
+    return LoadedPackage(root=root, package=package)

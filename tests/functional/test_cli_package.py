@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
+
+
+def servekit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "servekit.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def test_k3_check_lists_every_figure_as_reported() -> None:
+    result = servekit("package", "check", str(K3), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert report["figures"], "the K3 example publishes figures"
+    assert {f["provenance"] for f in report["figures"]} == {"reported"}
+    assert all(f["recomputed"] is None and f["source"] for f in report["figures"])
+
+
+def test_k3_check_text_says_measured_and_reported() -> None:
+    result = servekit("package", "check", str(K3))
+    assert result.returncode == 0, result.stderr
+    assert "0 measured" in result.stdout and "2 reported" in result.stdout
+
+
+def test_help_explains_itself() -> None:
+    result = servekit("--help")
+    assert result.returncode == 0
+    assert "package" in result.stdout and "verify" in result.stdout
+
+
+def test_missing_directory_is_a_clear_error_without_traceback() -> None:
+    result = servekit("package", "check", "no/such/dir")
+    assert result.returncode == 3
+    assert "not a package directory" in result.stderr
+    assert "Traceback" not in result.stderr
