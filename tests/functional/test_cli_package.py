@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
 
@@ -46,3 +48,32 @@ def test_missing_directory_is_a_clear_error_without_traceback() -> None:
     assert result.returncode == 3
     assert "not a package directory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_schema_error_names_line_and_hides_traceback(tmp_path: Path) -> None:
+    from tests.package.factories import write_package
+
+    write_package(tmp_path)
+    text = (tmp_path / "package.yaml").read_text().replace("  shard_count: 1", "  shard_count: x")
+    (tmp_path / "package.yaml").write_text(text)
+    result = servekit("package", "check", str(tmp_path))
+    assert result.returncode == 3
+    assert "package.yaml:" in result.stderr and "model.shard_count" in result.stderr
+    assert "Traceback" not in result.stderr
+    verbose = servekit("--verbose", "package", "check", str(tmp_path))
+    assert "Traceback" in verbose.stderr
+
+
+def test_claim_violation_exits_4_with_rule_id(tmp_path: Path) -> None:
+    from tests.package.factories import write_package
+
+    write_package(tmp_path)
+    path = tmp_path / "package.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["measurements"]["figures"][0]["value"] = 1.0
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = servekit("package", "check", str(tmp_path), "--json")
+    assert result.returncode == 4
+    report = json.loads(result.stdout)
+    assert [v["rule"] for v in report["violations"]] == ["SK101"]
+    assert report["violations"][0]["fix"]

@@ -1,0 +1,135 @@
+"""Bad input gets an error naming the file, the line or field path, and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servekit.errors import EvidenceError, PackageError, PackageFileError, PackageSchemaError
+from servekit.package.load import load_package
+from servekit.package.rules import check
+from tests.package.factories import write_package
+
+
+@pytest.fixture
+def pkg(tmp_path: Path) -> Path:
+    write_package(tmp_path)
+    return tmp_path
+
+
+def _edit(pkg: Path, old: str, new: str) -> None:
+    path = pkg / "package.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def _line_of(pkg: Path, needle: str) -> int:
+    lines = (pkg / "package.yaml").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, start=1) if needle in line)
+
+
+def test_malformed_yaml_names_file_and_line(pkg: Path) -> None:
+    _edit(pkg, "name: Tiny test package", "name: [unclosed")
+    with pytest.raises(PackageFileError) as info:
+        load_package(pkg)
+    assert info.value.path.endswith("package.yaml") and info.value.line is not None
+    assert "not valid YAML" in info.value.message
+
+
+def test_unknown_field_names_path_and_line(pkg: Path) -> None:
+    _edit(pkg, "  shard_count: 1", "  shard_count: 1\n  shards_count: 1")
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    (problem,) = info.value.problems
+    assert problem.field == "model.shards_count"
+    assert "unknown field" in problem.message
+    assert problem.line == _line_of(pkg, "shards_count")
+
+
+def test_wrong_type_names_field(pkg: Path) -> None:
+    _edit(pkg, "  shard_count: 1", "  shard_count: many")
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    assert [p.field for p in info.value.problems] == ["model.shard_count"]
+    assert info.value.problems[0].line == _line_of(pkg, "shard_count: many")
+
+
+def test_digest_of_the_wrong_shape(pkg: Path) -> None:
+    _edit(pkg, "tree_digest: sha256:" + "b" * 64, "tree_digest: sha256:" + "b" * 63)
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    assert info.value.problems[0].field == "model.tree_digest"
+    assert "sha256" in info.value.problems[0].message
+
+
+def test_unquoted_number_gets_a_quoting_hint(pkg: Path) -> None:
+    _edit(pkg, "  commit: " + "a" * 40, "  commit: 1234567")
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    assert "quote the value" in info.value.problems[0].message
+
+
+def test_missing_evidence_file(pkg: Path) -> None:
+    (pkg / "evidence" / "run-b.jsonl").unlink()
+    with pytest.raises(PackageFileError) as info:
+        load_package(pkg)
+    assert "measurements.runs[1].file" in info.value.message
+    assert "evidence/run-b.jsonl" in info.value.message
+
+
+def test_path_leaving_the_package_is_refused(pkg: Path) -> None:
+    _edit(pkg, "file: licenses/MODEL_LICENSE.md", "file: ../MODEL_LICENSE.md")
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    assert info.value.problems[0].field == "model.license.file"
+
+
+def test_duplicate_key(pkg: Path) -> None:
+    _edit(pkg, "  shard_count: 1", "  shard_count: 1\n  shard_count: 2")
+    with pytest.raises(PackageFileError) as info:
+        load_package(pkg)
+    assert "duplicate key 'shard_count'" in info.value.message
+    assert info.value.line == _line_of(pkg, "shard_count: 2")
+
+
+def test_missing_package_yaml(tmp_path: Path) -> None:
+    with pytest.raises(PackageFileError, match=r"package\.yaml not found"):
+        load_package(tmp_path)
+
+
+def test_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(PackageError, match="not a package directory"):
+        load_package(tmp_path / "nope")
+
+
+def test_malformed_evidence_line(pkg: Path) -> None:
+    path = pkg / "evidence" / "run-a.jsonl"
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3][:-5]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EvidenceError) as info:
+        check(load_package(pkg))
+    assert info.value.line == 4 and "not valid JSON" in info.value.message
+
+
+def test_evidence_record_with_wrong_field(pkg: Path) -> None:
+    path = pkg / "evidence" / "run-a.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].replace('"concurrency":', '"concurency":')
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EvidenceError) as info:
+        check(load_package(pkg))
+    assert info.value.line == 3 and "concurrency" in info.value.message
+
+
+def test_every_problem_is_listed_at_once(pkg: Path) -> None:
+    data = yaml.safe_load((pkg / "package.yaml").read_text())
+    data["model"]["shard_count"] = "x"
+    data["engine"]["build"] = "binary"
+    (pkg / "package.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    assert {p.field for p in info.value.problems} == {"model.shard_count", "engine.build"}
