@@ -254,8 +254,18 @@ class EnginePin(Model):
     name: NonEmpty = Field(description="e.g. 'vllm'.")
     version: NonEmpty = Field(description="The exact version string the engine reports.")
     source_repo: NonEmpty = Field(description="e.g. 'vllm-project/vllm'.")
-    source_commit: ShortCommit
+    source_commit: ShortCommit | None = Field(
+        default=None, description="Commit the engine was built from (required for source builds)."
+    )
     build: EngineBuild
+    distribution: str | None = Field(
+        default=None, description="Wheel builds: the distribution installed, e.g. 'vllm==0.11.0'."
+    )
+    distribution_record_sha256: Sha256Hex | None = Field(
+        default=None,
+        description="Wheel builds: sha256 of the installed distribution's RECORD file "
+        "(lists every installed file with its hash), pinning the exact wheel contents.",
+    )
     build_recipe: RelPath | None = Field(default=None, description="e.g. build/Dockerfile.")
     build_exclusions: tuple[NonEmpty, ...] = ()
     binary_ships: bool = False
@@ -268,9 +278,17 @@ class EnginePin(Model):
     notes: str | None = None
 
     @model_validator(mode="after")
-    def _source_needs_recipe(self) -> EnginePin:
-        if self.build is EngineBuild.SOURCE and self.build_recipe is None:
-            raise ValueError("a source-built engine needs build_recipe (e.g. build/Dockerfile)")
+    def _build_is_pinned(self) -> EnginePin:
+        if self.build is EngineBuild.SOURCE and (
+            self.build_recipe is None or not self.source_commit
+        ):
+            raise ValueError(
+                "a source-built engine needs source_commit and build_recipe (e.g. build/Dockerfile)"
+            )
+        if self.build is EngineBuild.WHEEL and not (self.source_commit or self.distribution):
+            raise ValueError(
+                "a wheel build needs distribution (e.g. 'vllm==0.11.0') or source_commit"
+            )
         return self
 
 
