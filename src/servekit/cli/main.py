@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from servekit import __version__, progress
-from servekit.cli import demo, package, verify
+from servekit.cli import catalog, demo, package, verify
 from servekit.cli.output import stderr
 from servekit.errors import Error
 
@@ -25,6 +25,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(package.app, name="package")
+app.add_typer(catalog.app, name="catalog")
 app.add_typer(verify.app, name="verify")
 app.command("demo")(demo.demo)
 

@@ -1,0 +1,57 @@
+"""``servekit catalog``: show a package's card, export the static catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from servekit.catalog import Card, build_card, export_site, load_cards
+from servekit.cli.output import print_json, stdout
+from servekit.package import check, load_package
+
+app = typer.Typer(
+    help="Catalog cards and pages, read from package definitions (nothing typed twice).",
+    no_args_is_help=True,
+)
+
+
+def _print_card(card: Card) -> None:
+    stdout.print(f"[bold]{escape(card.name)}[/] {card.version} ({card.status})")
+    stdout.print(f"  {escape(card.hardware)} · {escape(card.engine)}")
+    stdout.print(f"  model {escape(card.model)}: {escape(card.weights)}")
+    for fig in card.figures:
+        star = "*" if fig.headline else " "
+        stdout.print(
+            f" {star} {escape(fig.label)}: {fig.display} ({fig.context}) "
+            f"{escape(f'[{fig.badge.value}]')} {escape(fig.badge_text)}"
+        )
+    stdout.print(f"  accuracy: {escape(card.accuracy_claim)} ({card.accuracy_method})")
+    for title, _ in card.disclosures:
+        stdout.print(f"  not measured / disclosed: {escape(title)}")
+    stdout.print(f"  {card.price} ({card.tier}); maintenance: {card.maintenance}")
+
+
+@app.command("show")
+def show_command(
+    directory: Path = typer.Argument(..., help="Package directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the card as JSON."),
+) -> None:
+    """Print the catalog card of one package: every figure with its provenance badge."""
+    loaded = load_package(directory)
+    card = build_card(loaded, check(loaded))
+    if as_json:
+        print_json(card.model_dump(mode="json"))
+    else:
+        _print_card(card)
+
+
+@app.command("export")
+def export_command(
+    packages: Path = typer.Argument(..., help="Directory with one folder per package."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the HTML pages into."),
+) -> None:
+    """Write the static catalog (index.html and one page per package version)."""
+    written = export_site(load_cards(packages), out)
+    stdout.print(f"wrote {len(written)} pages to {out}")

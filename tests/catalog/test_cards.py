@@ -1,0 +1,65 @@
+"""Cards read every number from the package definition and label its provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from servekit.catalog import Badge, Card, build_card, export_site, load_cards
+from servekit.package import check, load_package
+from tests.package.factories import write_package
+
+ROOT = Path(__file__).resolve().parents[2]
+K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
+
+
+def _card(directory: Path) -> Card:
+    loaded = load_package(directory)
+    return build_card(loaded, check(loaded))
+
+
+def test_k3_card_shows_reported_figures_with_their_source() -> None:
+    card = _card(K3)
+    assert {f.badge for f in card.figures} == {Badge.REPORTED}
+    p50 = next(f for f in card.figures if f.id == "e2el-p50-c8")
+    assert p50.display == "18695 ms" and "reported by RunInfra" in p50.badge_text
+    assert "zero weight bytes" in card.weights
+
+
+def test_measured_card_says_recomputed(tmp_path: Path) -> None:
+    card = _card(write_package(tmp_path).root)
+    assert {f.badge for f in card.figures} == {Badge.MEASURED}
+    assert all("recomputed from raw records (2 runs)" in f.badge_text for f in card.figures)
+
+
+def test_card_follows_the_definition(tmp_path: Path) -> None:
+    write_package(tmp_path)
+    path = tmp_path / "package.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["measurements"]["figures"][1]["status"] = {
+        "state": "retracted",
+        "reason": "run was on the wrong node",
+        "date": "2026-11-30",
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    card = _card(tmp_path)
+    assert "e2el-p99-c4" not in {f.id for f in card.figures}
+    assert card.checks_pass
+
+
+def test_card_shows_refused_claims(tmp_path: Path) -> None:
+    write_package(tmp_path)
+    path = tmp_path / "package.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["measurements"]["figures"][0]["value"] = 1.0
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    card = _card(tmp_path)
+    assert not card.checks_pass and card.violations[0].startswith("SK101")
+
+
+def test_export_writes_pages_with_the_numbers(tmp_path: Path) -> None:
+    written = export_site(load_cards(ROOT / "examples" / "packages"), tmp_path / "site")
+    page = (tmp_path / "site" / "kimi-k3-8xb300-1.0.0.html").read_text()
+    assert "18695 ms" in page and "badge-reported" in page
+    assert (tmp_path / "site" / "index.html") in written
