@@ -50,6 +50,7 @@ __all__ = [
     "SigningKeyError",
     "SubjectMismatchError",
     "UnsafeArchiveError",
+    "UntrustedKeyError",
     "UsageError",
     "VerificationError",
 ]
@@ -259,6 +260,12 @@ class ExtraFileError(VerificationError):
 
 class SignatureError(VerificationError):
     """The signature is invalid, or made by a key that is not trusted."""
+
+    exit_code = 13
+
+
+class UntrustedKeyError(SignatureError):
+    """The signature is valid for no trusted key: the signer is not in the trust store."""
 
     exit_code = 13
 

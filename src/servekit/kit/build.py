@@ -1,0 +1,149 @@
+"""Build a kit from a package directory.
+
+Steps:
+  1. load the package and run every claim rule; refuse on any violation;
+  2. load the signing key (refused when group or others can read it);
+  3. render the deploy files from the package (compose, Kubernetes, launch.sh) and
+     validate compose.yaml against the Compose Specification;
+  4. copy package.yaml, evidence, licences, the build recipe and the model pin, and
+     render the model notice, the build notes and README.md;
+  5. write MANIFEST; its sha256 is the kit's content digest;
+  6. build the in-toto statement and sign it into receipt.dsse.json;
+  7. write the deterministic ``.tar.gz``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from servekit.errors import PackageError, UsageError
+from servekit.kit.archive import KitFile, kit_mtime, write_archive
+from servekit.kit.command import container_env, image, serve_argv
+from servekit.kit.compose import render_compose
+from servekit.kit.k8s import render_k8s
+from servekit.kit.launch import render_launch
+from servekit.kit.notices import BUILD_NOTES, MODEL_NOTICE, render_build_notes, render_model_notice
+from servekit.kit.readme import render_readme
+from servekit.kit.sources import copy_sources
+from servekit.kit.validate import validate_compose
+from servekit.package import CheckReport, check, enforce, load_package
+from servekit.package.load import LoadedPackage
+from servekit.package.models import Package
+from servekit.receipts.canonical import sha256_hex
+from servekit.receipts.formats import MANIFEST_FILE, PIN_FILE, README_FILE, RECEIPT_FILE
+from servekit.receipts.keys import SigningKey, load_signing_key
+from servekit.receipts.manifest import kit_digest, manifest_entries, render_manifest
+from servekit.receipts.models import ServeRecord
+from servekit.receipts.signing import sign_payload
+from servekit.receipts.statement import ReceiptInputs, build_statement, statement_bytes
+
+LAUNCH_FILE = "deploy/launch.sh"
+COMPOSE_FILE = "deploy/compose.yaml"
+EXECUTABLES = frozenset({LAUNCH_FILE})
+
+
+@dataclass(frozen=True)
+class BuiltKit:
+    """A built kit: its files and the archive bytes."""
+
+    package_id: str
+    version: str
+    key_id: str
+    kit_digest: str
+    files: tuple[KitFile, ...]
+    archive: bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "package": self.package_id,
+            "version": self.version,
+            "key_id": self.key_id,
+            "kit_digest": f"sha256:{self.kit_digest}",
+            "archive_sha256": sha256_hex(self.archive),
+            "archive_bytes": len(self.archive),
+            "files": [
+                {"path": f.path, "size": len(f.data), "sha256": sha256_hex(f.data)}
+                for f in self.files
+            ],
+        }
+
+
+def render_deploy(package: Package) -> dict[str, bytes]:
+    """Every deploy file, rendered from the package (step 3)."""
+    compose = render_compose(package)
+    validate_compose(compose)
+    return {COMPOSE_FILE: compose, LAUNCH_FILE: render_launch(package), **render_k8s(package)}
+
+
+def _content(loaded: LoadedPackage, report: CheckReport, key_id: str) -> dict[str, bytes]:
+    package = loaded.package
+    files = {**render_deploy(package), **copy_sources(loaded)}  # 3, 4
+    files[MODEL_NOTICE] = render_model_notice(package)
+    files[BUILD_NOTES] = render_build_notes(package)
+    files[README_FILE] = render_readme(package, report, key_id)
+    return files
+
+
+def _serve_record(package: Package) -> ServeRecord:
+    return ServeRecord(
+        argv=serve_argv(package),
+        env=package.serve.env,
+        port=package.serve.port,
+        served_model_name=package.serve.served_model_name,
+        image=image(package),
+    )
+
+
+def _sign(package: Package, report: CheckReport, files: dict[str, bytes], key: SigningKey) -> bytes:
+    manifest = files[MANIFEST_FILE]
+    inputs = ReceiptInputs(
+        package=package,
+        report=report,
+        serve=_serve_record(package),
+        kit_digest=kit_digest(manifest),
+        digests={path: sha256_hex(data) for path, data in files.items()},
+        key_id=key.public.key_id,
+        pin_file=PIN_FILE if PIN_FILE in files else None,
+    )
+    return sign_payload(statement_bytes(build_statement(inputs)), key)
+
+
+def _check_env(package: Package) -> None:
+    names = [v.name for v in container_env(package)]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise PackageError(
+            f"serve.env sets {', '.join(duplicates)} more than once",
+            hint="each variable may appear once; the deploy files cannot express both values",
+        )
+
+
+def build_kit(package_dir: Path | str, key_path: Path) -> BuiltKit:
+    """Build the kit of the package in ``package_dir``, signed with the key at ``key_path``."""
+    loaded = load_package(package_dir)
+    report = check(loaded)  # 1
+    enforce(report)
+    key = load_signing_key(key_path)  # 2
+    _check_env(loaded.package)
+    files = _content(loaded, report, key.public.key_id)  # 3, 4
+    files[MANIFEST_FILE] = render_manifest(manifest_entries(files))  # 5
+    files[RECEIPT_FILE] = _sign(loaded.package, report, files, key)  # 6
+    kit_files = tuple(KitFile(p, d, p in EXECUTABLES) for p, d in sorted(files.items()))
+    return BuiltKit(
+        package_id=loaded.package.id,
+        version=loaded.package.version,
+        key_id=key.public.key_id,
+        kit_digest=kit_digest(files[MANIFEST_FILE]),
+        files=kit_files,
+        archive=write_archive(kit_files, kit_mtime(loaded.package)),  # 7
+    )
+
+
+def write_kit(kit: BuiltKit, out: Path) -> None:
+    """Write the archive to ``out`` (its directory must exist)."""
+    try:
+        out.write_bytes(kit.archive)
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror}", hint="check the -o path") from exc

@@ -1,0 +1,181 @@
+"""The one serve command every deploy file runs, rendered from ``package.serve``.
+
+The argument vector is, in this order::
+
+    entrypoint  [model_arg]  MODEL  revision pin  args  [served name]  [host]  [port]
+
+``MODEL`` is ``model.repo``; the revision pin makes the engine load ``model.commit``
+and nothing else: vLLM gets ``--revision``, ``--code-revision`` and
+``--tokenizer-revision``, SGLang ``--revision``, and ``transformers serve`` the
+``REPO@COMMIT`` form. ``args`` are copied exactly. The served name, host (``0.0.0.0``)
+and port flags are added only when the engine has them and ``args`` does not already
+set them. An engine missing from :data:`PROFILES` is refused rather than deployed
+unpinned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servekit.errors import PackageError
+from servekit.package.models import EnvVar, Package
+
+HF_CACHE_DIR = "/var/cache/huggingface"
+"""Where containers keep the Hugging Face cache (a volume); set as HF_HOME there."""
+HF_TOKEN = "HF_TOKEN"
+"""Read from the operator's environment (or a Kubernetes secret) for gated models only."""
+TOKEN_SECRET = "hf-token"
+
+
+@dataclass(frozen=True)
+class MultiNode:
+    """How an engine spans nodes: a shell step before the leader's command, and the workers'."""
+
+    leader_setup: str
+    worker_exec: str
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """What servekit knows about an engine's command line."""
+
+    revision_flags: tuple[str, ...] = ()
+    revision_in_model: bool = False
+    served_name_flag: str | None = None
+    host_flag: str | None = None
+    port_flag: str | None = None
+    multinode: MultiNode | None = None
+
+
+RAY_PORT = 6379
+VLLM_RAY = MultiNode(
+    leader_setup=f"ray start --head --port={RAY_PORT}",
+    worker_exec=f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block',
+)
+
+PROFILES: dict[str, EngineProfile] = {
+    "vllm": EngineProfile(
+        revision_flags=("--revision", "--code-revision", "--tokenizer-revision"),
+        served_name_flag="--served-model-name",
+        host_flag="--host",
+        port_flag="--port",
+        multinode=VLLM_RAY,
+    ),
+    "sglang": EngineProfile(
+        revision_flags=("--revision",),
+        served_name_flag="--served-model-name",
+        host_flag="--host",
+        port_flag="--port",
+    ),
+    "transformers": EngineProfile(revision_in_model=True, host_flag="--host", port_flag="--port"),
+}
+
+
+def profile(package: Package) -> EngineProfile:
+    """The engine's profile, or a refusal naming the engines servekit can pin."""
+    found = PROFILES.get(package.engine.name)
+    if found is None:
+        raise PackageError(
+            f"servekit cannot make engine '{package.engine.name}' load the pinned model commit",
+            hint=f"kits support the engines {', '.join(sorted(PROFILES))}; "
+            "add yours to servekit.kit.command.PROFILES with its revision flags",
+        )
+    return found
+
+
+def _sets(args: tuple[str, ...], flag: str) -> bool:
+    return any(a == flag or a.startswith(f"{flag}=") for a in args)
+
+
+def _model_part(package: Package, engine: EngineProfile) -> list[str]:
+    model = package.model
+    name = f"{model.repo}@{model.commit}" if engine.revision_in_model else model.repo
+    flag = [package.serve.model_arg] if package.serve.model_arg else []
+    return [*flag, name, *(t for f in engine.revision_flags for t in (f, model.commit))]
+
+
+def _refuse_pinned_flags(package: Package, engine: EngineProfile) -> None:
+    for flag in engine.revision_flags:
+        if _sets(package.serve.args, flag):
+            raise PackageError(
+                f"serve.args sets {flag}; the kit pins the revision from model.commit",
+                hint=f"remove {flag} from serve.args",
+            )
+
+
+def _optional(args: tuple[str, ...], flag: str | None, value: str | None) -> list[str]:
+    if flag is None or value is None or _sets(args, flag):
+        return []
+    return [flag, value]
+
+
+def serve_argv(package: Package) -> tuple[str, ...]:
+    """The exact argument vector of the engine process (see the module docstring)."""
+    engine, serve = profile(package), package.serve
+    _refuse_pinned_flags(package, engine)
+    return (
+        *serve.entrypoint,
+        *_model_part(package, engine),
+        *serve.args,
+        *_optional(serve.args, engine.served_name_flag, serve.served_model_name),
+        *_optional(serve.args, engine.host_flag, "0.0.0.0"),
+        *_optional(serve.args, engine.port_flag, str(serve.port)),
+    )
+
+
+def leader_argv(package: Package, nodes: MultiNode) -> list[str]:
+    """The leader's command: the engine's setup step, then exactly the serve argv."""
+    setup = f'{nodes.leader_setup} && exec "$@"'
+    return ["sh", "-c", setup, "servekit-leader", *serve_argv(package)]
+
+
+def worker_argv(nodes: MultiNode) -> list[str]:
+    """A worker's command: join the leader (its address comes from LWS_LEADER_ADDRESS)."""
+    return ["sh", "-c", nodes.worker_exec]
+
+
+def container_env(package: Package) -> tuple[EnvVar, ...]:
+    """The package's env, plus HF_HOME pointing at the cache volume unless it sets one."""
+    env = package.serve.env
+    if any(v.name == "HF_HOME" for v in env):
+        return env
+    return (*env, EnvVar(name="HF_HOME", value=HF_CACHE_DIR))
+
+
+def hf_cache_dir(package: Package) -> str:
+    """The container path of the Hugging Face cache volume."""
+    return next((v.value for v in container_env(package) if v.name == "HF_HOME"), HF_CACHE_DIR)
+
+
+def multinode(package: Package) -> MultiNode | None:
+    """The multi-node recipe when the target spans nodes; refuses engines without one."""
+    if package.hardware.target.nodes == 1:
+        return None
+    found = profile(package).multinode
+    if found is None:
+        raise PackageError(
+            f"servekit has no multi-node launch for engine '{package.engine.name}'",
+            hint="multi-node kits support vllm (Ray); or target a single node",
+        )
+    return found
+
+
+def gpus_per_node(package: Package) -> int:
+    """GPUs each node (each pod) gets; the count must split evenly over the nodes."""
+    target = package.hardware.target
+    if target.count % target.nodes:
+        raise PackageError(
+            f"hardware.target.count ({target.count}) does not split over {target.nodes} nodes",
+            hint="give a GPU count that is a multiple of the node count",
+        )
+    return target.count // target.nodes
+
+
+def image(package: Package) -> str:
+    """The container image the deploy files run."""
+    if package.engine.image is None:
+        raise PackageError(
+            "engine.image is not set, so the deploy files have no image to run",
+            hint="set engine.image to the image built from the recipe (or the engine's release)",
+        )
+    return package.engine.image

@@ -1,0 +1,133 @@
+"""``README.md``: what the kit is, what was and was not measured, how to deploy and verify."""
+
+from __future__ import annotations
+
+from servekit.kit.command import HF_TOKEN, TOKEN_SECRET, image
+from servekit.package.models import Figure, Package, Provenance
+from servekit.package.rules import CheckReport, FigureResult
+from servekit.receipts.formats import PIN_FILE
+
+
+def _figure_row(fig: Figure, result: FigureResult) -> str:
+    value = f"{fig.value:.{fig.decimals}f} {fig.unit}"
+    recomputed = f"{result.recomputed:.3f}" if result.recomputed is not None else "-"
+    origin = fig.provenance.value + (" (simulator)" if result.simulator else "")
+    if fig.status.state.value != "current":
+        origin += f", {fig.status.state.value}"
+    where = ", ".join(fig.runs) if fig.provenance is Provenance.MEASURED else _source(fig)
+    return f"| {fig.label} | {value} | {fig.concurrency} | {origin} | {recomputed} | {where} |"
+
+
+def _source(fig: Figure) -> str:
+    return f"{fig.source.name} ({fig.source.date})" if fig.source else "-"
+
+
+def _measured(package: Package, report: CheckReport) -> list[str]:
+    results = {r.id: r for r in report.figures}
+    rows = [_figure_row(f, results[f.id]) for f in package.measurements.figures]
+    lines = [
+        "## What was measured",
+        "",
+        f"On {package.hardware.target.label} ({package.hardware.target.interconnect}) with "
+        f"{package.engine.name} {package.engine.version}. *Measured* figures were recomputed by "
+        "servekit from the raw records in `evidence/`; *reported* figures come from the named "
+        "source and could not be recomputed.",
+        "",
+        "| figure | value | concurrency | provenance | recomputed | runs / source |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *rows,
+    ]
+    if package.uses_simulator:
+        lines += ["", "**Runs marked simulator measured servekit's simulator, not a real engine.**"]
+    return [*lines, "", *_workloads(package)]
+
+
+def _workloads(package: Package) -> list[str]:
+    return [
+        f"- Workload `{w.id}`: {w.description} Prompts of {w.prompt_tokens.min}-"
+        f"{w.prompt_tokens.max} tokens, {w.output_tokens} output tokens, concurrency "
+        f"{', '.join(map(str, w.concurrencies))}, {w.measured_requests} measured requests "
+        f"after {w.warmup_requests} warmup, seed {w.seed}, context {w.context_length}."
+        for w in package.workloads
+    ]
+
+
+def _not_measured(package: Package) -> list[str]:
+    lines = ["## What was not measured", ""]
+    for d in package.disclosures:
+        lines += [f"- **{d.title}.** {d.text}"]
+    return lines if package.disclosures else [*lines, "- No disclosure was recorded."]
+
+
+def _deploy(package: Package) -> list[str]:
+    lines = [
+        "## Deploy",
+        "",
+        f"Every deploy file runs the same command, with `{package.model.repo}` pinned to commit "
+        f"`{package.model.commit}`; your node downloads the weights from Hugging Face. Image: "
+        f"`{image(package)}` (see `deploy/build/BUILD.md`).",
+        "",
+        "- Docker Compose: `docker compose -f deploy/compose.yaml up`",
+        "- Kubernetes: `kubectl apply -f deploy/k8s/`",
+        "- A plain host: `sh deploy/launch.sh`",
+    ]
+    if package.hardware.target.nodes > 1:
+        lines += ["", _multinode_note(package)]
+    if package.model.gated:
+        lines += ["", _gated_note()]
+    return lines
+
+
+def _multinode_note(package: Package) -> str:
+    return (
+        f"This package spans {package.hardware.target.nodes} nodes. Kubernetes runs a "
+        "LeaderWorkerSet (install LWS first); with Compose or launch.sh, start the leader "
+        "(`launch.sh leader`), then each worker (`launch.sh worker LEADER_ADDRESS`)."
+    )
+
+
+def _gated_note() -> str:
+    return (
+        f"The model is gated: set `{HF_TOKEN}` to a token that may read it (Kubernetes: "
+        f"`kubectl create secret generic {TOKEN_SECRET} --from-literal=token=...`)."
+    )
+
+
+def _verify(package: Package, key_id: str) -> list[str]:
+    pin = f"--kit KIT.tar.gz` (reads `{PIN_FILE}`)" if package.model.files else "--package DIR`"
+    return [
+        "## Verify",
+        "",
+        "```sh",
+        "servekit verify kit KIT.tar.gz --trust PUBLISHER.pub",
+        "```",
+        "",
+        f"checks every file against `MANIFEST`, the signature of `receipt.dsse.json` (publisher key "
+        f"id `{key_id}`) and that the receipt's subjects are this kit, the model pin and the "
+        f"evidence files. After the download, check the weights: `servekit verify weights DIR {pin}.",
+    ]
+
+
+def render_readme(package: Package, report: CheckReport, key_id: str) -> bytes:
+    target, model = package.hardware.target, package.model
+    lines = [
+        f"# {package.name}",
+        "",
+        f"Kit for package `{package.id}` version {package.version} by {package.publisher} "
+        f"({package.status.value}; published {package.published or 'not yet'}).",
+        "",
+        package.summary,
+        "",
+        f"It holds the serve configuration for `{model.repo}` on {target.label} "
+        f"({target.nodes} node{'s' if target.nodes > 1 else ''}), the evidence, licences and a "
+        "signed receipt. It holds no weight byte.",
+        "",
+        *_measured(package, report),
+        "",
+        *_not_measured(package),
+        "",
+        *_deploy(package),
+        "",
+        *_verify(package, key_id),
+    ]
+    return ("\n".join(lines) + "\n").encode("utf-8")

@@ -1,0 +1,252 @@
+"""Ed25519 keys: generate, load and describe them; the trust store receipts verify against.
+
+Key files are PEM. The private key is unencrypted PKCS#8 (``BEGIN PRIVATE KEY``),
+written with mode 0600 and refused when group or others can access it; the public
+key is SubjectPublicKeyInfo (``BEGIN PUBLIC KEY``). A key id is the lower-case hex
+sha256 of the 32 raw public-key bytes. A trust store is one PEM file holding one or
+more public keys, or a directory of ``*.pub`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from servekit.errors import SigningKeyError
+from servekit.receipts.canonical import sha256_hex
+
+PRIVATE_KEY_FILE = "servekit.key"
+PUBLIC_KEY_FILE = "servekit.pub"
+_PUBLIC_PEM = re.compile(rb"-----BEGIN PUBLIC KEY-----.+?-----END PUBLIC KEY-----", re.DOTALL)
+
+
+def key_id(raw_public_key: bytes) -> str:
+    """Hex sha256 of the raw 32-byte Ed25519 public key."""
+    return sha256_hex(raw_public_key)
+
+
+@dataclass(frozen=True)
+class PublicKey:
+    """An Ed25519 public key that can check signatures."""
+
+    key: Ed25519PublicKey
+
+    @property
+    def raw(self) -> bytes:
+        return self.key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+    @property
+    def key_id(self) -> str:
+        return key_id(self.raw)
+
+    def pem(self) -> bytes:
+        return self.key.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+
+    def verify(self, signature: bytes, data: bytes) -> bool:
+        """Whether ``signature`` is this key's pure Ed25519 signature over ``data``."""
+        try:
+            self.key.verify(signature, data)
+        except InvalidSignature:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """An Ed25519 private key; it signs and never leaves the publisher's machine."""
+
+    key: Ed25519PrivateKey
+
+    @property
+    def public(self) -> PublicKey:
+        return PublicKey(self.key.public_key())
+
+    def sign(self, data: bytes) -> bytes:
+        """Pure Ed25519 signature (deterministic: same key and data, same bytes)."""
+        return self.key.sign(data)
+
+    def pem(self) -> bytes:
+        return self.key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+
+def generate() -> SigningKey:
+    """A new random Ed25519 key."""
+    return SigningKey(Ed25519PrivateKey.generate())
+
+
+# --- files -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyPairPaths:
+    private: Path
+    public: Path
+
+
+def _exists_error(path: Path) -> SigningKeyError:
+    return SigningKeyError(
+        f"{path} already exists; refusing to overwrite a key",
+        hint="choose another --out directory, or move the old key away first",
+    )
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError as exc:
+        raise _exists_error(path) from exc
+    except OSError as exc:
+        raise SigningKeyError(f"cannot create {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    path.chmod(mode)  # the umask may have narrowed it; make it exact
+
+
+def write_key_pair(key: SigningKey, directory: Path) -> KeyPairPaths:
+    """Write ``servekit.key`` (0600) and ``servekit.pub`` (0644) into ``directory``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise SigningKeyError(f"cannot create {directory}: {exc.strerror}") from exc
+    paths = KeyPairPaths(directory / PRIVATE_KEY_FILE, directory / PUBLIC_KEY_FILE)
+    for existing in (paths.private, paths.public):
+        if existing.exists():
+            raise _exists_error(existing)
+    _write_new(paths.private, key.pem(), 0o600)
+    _write_new(paths.public, key.public.pem(), 0o644)
+    return paths
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise SigningKeyError(
+            f"{path}: key file not found", hint="create one with `servekit keys generate`"
+        ) from exc
+    except OSError as exc:
+        raise SigningKeyError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _check_private_mode(path: Path) -> None:
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise SigningKeyError(
+            f"{path}: the private key is accessible by group or others (mode {mode:04o})",
+            hint=f"restrict it to its owner: chmod 600 {path}",
+        )
+
+
+def load_signing_key(path: Path) -> SigningKey:
+    """Load a private key, refusing one that group or others can access."""
+    data = _read(path)
+    _check_private_mode(path)
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise SigningKeyError(
+            f"{path}: not an unencrypted PEM private key ({exc})",
+            hint="pass the servekit.key written by `servekit keys generate`",
+        ) from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SigningKeyError(f"{path}: not an Ed25519 key", hint="servekit signs with Ed25519")
+    return SigningKey(key)
+
+
+def _parse_public(data: bytes, where: str) -> PublicKey:
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise SigningKeyError(f"{where}: not a PEM public key ({exc})") from exc
+    if not isinstance(key, Ed25519PublicKey):
+        raise SigningKeyError(f"{where}: not an Ed25519 public key")
+    return PublicKey(key)
+
+
+def load_public_key(path: Path) -> PublicKey:
+    """Load one PEM public key."""
+    return _parse_public(_read(path), str(path))
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What ``servekit keys show`` prints about a key file."""
+
+    path: str
+    kind: str  # "private" or "public"
+    key_id: str
+    public_pem: str
+    mode: str
+
+
+def describe_key(path: Path) -> KeyInfo:
+    """Identify a private or public key file and its key id (no mode check)."""
+    data = _read(path)
+    mode = f"{stat.S_IMODE(path.stat().st_mode):04o}"
+    if b"PRIVATE KEY" in data:
+        try:
+            private = serialization.load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as exc:
+            raise SigningKeyError(f"{path}: not an unencrypted PEM private key ({exc})") from exc
+        if not isinstance(private, Ed25519PrivateKey):
+            raise SigningKeyError(f"{path}: not an Ed25519 key")
+        public, kind = SigningKey(private).public, "private"
+    else:
+        public, kind = _parse_public(data, str(path)), "public"
+    return KeyInfo(str(path), kind, public.key_id, public.pem().decode("ascii"), mode)
+
+
+# --- trust store ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrustStore:
+    """The publisher keys a verifier trusts, by key id. It may be empty: verifiers refuse that."""
+
+    source: str
+    keys: Mapping[str, PublicKey]
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(sorted(self.keys))
+
+
+def _keys_in_file(path: Path) -> list[PublicKey]:
+    data = _read(path)
+    blocks = _PUBLIC_PEM.findall(data)
+    if not blocks and data.strip():
+        raise SigningKeyError(
+            f"{path}: holds no PEM public key",
+            hint="a trust store holds publishers' servekit.pub files, never a private key",
+        )
+    return [_parse_public(block, f"{path} (key {i + 1})") for i, block in enumerate(blocks)]
+
+
+def load_trust_store(path: Path) -> TrustStore:
+    """Load a PEM file of public keys, or every ``*.pub`` file in a directory."""
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.pub") if p.is_file())
+    elif path.exists():
+        files = [path]
+    else:
+        raise SigningKeyError(
+            f"{path}: trust store not found",
+            hint="pass the publisher's servekit.pub, or a directory of trusted *.pub files",
+        )
+    keys = {k.key_id: k for f in files for k in _keys_in_file(f)}
+    return TrustStore(source=str(path), keys=MappingProxyType(keys))
