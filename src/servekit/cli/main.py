@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from servekit import __version__, progress
-from servekit.cli import catalog, demo, package, verify
+from servekit.cli import catalog, demo, keys, kit, package, verify
 from servekit.cli.output import stderr
 from servekit.errors import Error
 
@@ -26,6 +26,8 @@ app = typer.Typer(
 )
 app.add_typer(package.app, name="package")
 app.add_typer(catalog.app, name="catalog")
+app.add_typer(keys.app, name="keys")
+app.add_typer(kit.app, name="kit")
 app.add_typer(verify.app, name="verify")
 app.command("demo")(demo.demo)
 

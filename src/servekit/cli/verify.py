@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import typer
 
+from servekit.cli.verify_kit import kit_command
+
 app = typer.Typer(
     help="Verify a kit or a model's weights. Exit 0 means verified; every failure names "
     "the file, the expected and the actual value.",
     no_args_is_help=True,
 )
+app.command("kit")(kit_command)

@@ -1,0 +1,41 @@
+"""``servekit kit``: build a signed, deterministic kit from a package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from servekit.cli.output import print_json, stdout
+from servekit.kit.build import build_kit, write_kit
+
+app = typer.Typer(
+    help="Build a kit: deploy files written flag for flag from the package, evidence, "
+    "licences and a signed receipt.",
+    no_args_is_help=True,
+)
+
+
+@app.command("build")
+def build_command(
+    package_dir: Path = typer.Argument(..., help="Package directory (holds package.yaml)."),
+    key: Path = typer.Option(..., "--key", help="Private signing key (servekit.key, mode 0600)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Run the claim rules, render the deploy files, sign the receipt and write KIT.tar.gz.
+
+    Refuses on any claim-rule violation (exit 4), an unreadable or group/world-readable
+    key (exit 5) or a package it cannot render (exit 3). The same package and key
+    always give a byte-identical archive. docs/kit.md describes the layout.
+    """
+    kit = build_kit(package_dir, key)
+    write_kit(kit, out)
+    if as_json:
+        print_json({"kit": str(out), **kit.as_dict()})
+        return
+    stdout.print(f"wrote {escape(str(out))}: {len(kit.files)} files, {len(kit.archive)} bytes")
+    stdout.print(f"package:     {kit.package_id} {kit.version}")
+    stdout.print(f"kit digest:  sha256:{kit.kit_digest}")
+    stdout.print(f"signed by:   {kit.key_id}")
