@@ -1,0 +1,113 @@
+"""The parallel hasher: right digests, largest first, and every failure caught."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from servekit.hub.hashing import READ_BUFFER, Hashed, hash_files
+from servekit.hub.models import FileProblem, ProblemKind
+from servekit.hub.tree import LocalFile
+
+
+def _job(path: Path, name: str | None = None) -> LocalFile:
+    return LocalFile(path=name or path.name, size=path.stat().st_size, source=path)
+
+
+def _write(path: Path, size: int, seed: int = 0) -> Path:
+    block = hashlib.sha256(str(seed).encode()).digest()
+    path.write_bytes((block * (size // 32 + 1))[:size])
+    return path
+
+
+class Recorder:
+    """A progress tracker that remembers every amount it was given."""
+
+    def __init__(self) -> None:
+        self.amounts: list[float] = []
+
+    def advance(self, amount: float) -> None:
+        self.amounts.append(amount)
+
+
+def test_digests_match_hashlib_across_many_chunks(tmp_path: Path) -> None:
+    files = [_write(tmp_path / f"f{i}", size, i) for i, size in enumerate((0, 1, 70_000, 300_001))]
+    results = hash_files([_job(f) for f in files], buffer_size=4096, workers=2)
+    for f in files:
+        result = results[f.name]
+        assert isinstance(result, Hashed)
+        assert result.sha256 == hashlib.sha256(f.read_bytes()).hexdigest()
+        assert result.size == f.stat().st_size
+
+
+def test_largest_files_go_first(tmp_path: Path) -> None:
+    files = [_write(tmp_path / f"f{size}", size) for size in (10, 5000, 300, 70_000, 1)]
+    recorder = Recorder()
+    hash_files([_job(f) for f in files], workers=1, tracker=recorder)
+    assert recorder.amounts == [70_000, 5000, 300, 10, 1]
+    assert READ_BUFFER > 70_000  # each file above was one read
+
+
+class Meddler(Recorder):
+    """Changes the file being hashed after its first chunk, as another process might."""
+
+    def __init__(self, path: Path, change: str) -> None:
+        super().__init__()
+        self.path, self.change = path, change
+
+    def advance(self, amount: float) -> None:
+        if not self.amounts:
+            with self.path.open("r+b") as f:
+                if self.change == "grow":
+                    f.seek(0, os.SEEK_END)
+                    f.write(b"more")
+                elif self.change == "truncate":
+                    f.truncate(10)
+                else:  # rewrite a byte already hashed: same size, new mtime
+                    f.write(b"X")
+        super().advance(amount)
+
+
+@pytest.mark.parametrize("change", ["grow", "truncate", "rewrite"])
+def test_a_file_changing_while_hashed_is_caught(tmp_path: Path, change: str) -> None:
+    path = _write(tmp_path / "shard", 50_000)
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # an old mtime, so a write shows
+    results = hash_files([_job(path)], buffer_size=4096, tracker=Meddler(path, change))
+    problem = results["shard"]
+    assert isinstance(problem, FileProblem)
+    assert problem.kind is ProblemKind.CHANGED
+    assert problem.expected == "50000 bytes, unchanged while hashed"
+
+
+def test_a_size_differing_when_opened_is_caught(tmp_path: Path) -> None:
+    path = _write(tmp_path / "f", 100)
+    problem = hash_files([LocalFile(path="f", size=99, source=path)])["f"]
+    assert isinstance(problem, FileProblem) and problem.kind is ProblemKind.CHANGED
+    assert "100 bytes when opened" in problem.actual
+
+
+def test_a_disk_read_error_is_reported_not_raised() -> None:
+    # Reading /proc/self/mem at offset 0 fails with EIO: a real I/O error from the kernel.
+    job = LocalFile(path="mem", size=0, source=Path("/proc/self/mem"))
+    problem = hash_files([job])["mem"]
+    assert isinstance(problem, FileProblem) and problem.kind is ProblemKind.UNREADABLE
+    assert "errno 5" in problem.actual
+
+
+def test_fifos_links_and_vanished_files_are_unreadable(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")  # opened without blocking, refused as not regular
+    (tmp_path / "target").write_bytes(b"x")
+    (tmp_path / "link").symlink_to("target")  # a file swapped for a link after the walk
+    jobs = [
+        LocalFile(path="fifo", size=0, source=tmp_path / "fifo"),
+        LocalFile(path="link", size=1, source=tmp_path / "link"),
+        LocalFile(path="gone", size=1, source=tmp_path / "gone"),
+    ]
+    results = hash_files(jobs)
+    actual = {p: r.actual for p, r in results.items() if isinstance(r, FileProblem)}
+    assert actual["fifo"] == "not a regular file"
+    assert "errno 40" in actual["link"]  # ELOOP: O_NOFOLLOW
+    assert "errno 2" in actual["gone"]

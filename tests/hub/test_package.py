@@ -1,0 +1,97 @@
+"""``--package``: the pin goes into the package; package.yaml keeps everything else."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from servekit.errors import FileChangedError, UsageError
+from servekit.hub.client import Hub
+from servekit.hub.models import WeightsPin
+from servekit.hub.package import PIN_PATH, package_pin, pin_into_package
+from servekit.hub.pin import pin_repo
+from servekit.package.load import load_package
+from tests.hubserver import FakeRepo, HubServer, model_files
+
+ROOT = Path(__file__).resolve().parents[2]
+K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(K3, tmp_path / "k3"))
+
+
+@pytest.fixture
+def k3_pin(hub_server: HubServer, monkeypatch: pytest.MonkeyPatch) -> WeightsPin:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    repo = hub_server.add_repo(FakeRepo("moonshotai/Kimi-K3"))
+    repo.commit(model_files(30))
+    return pin_repo("moonshotai/Kimi-K3", "main", hub=Hub(endpoint=hub_server.url))
+
+
+def test_the_pin_is_written_and_only_the_model_fields_change(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    before = (package / "package.yaml").read_text()
+    written = pin_into_package(k3_pin, package)
+    assert written == package / PIN_PATH and written.is_file()
+    after = (package / "package.yaml").read_text()
+    changed = [
+        line
+        for line in difflib.ndiff(before.splitlines(), after.splitlines())
+        if line.startswith(("+ ", "- "))
+    ]
+    assert sorted(line[2:].split(":")[0].strip() for line in changed) == sorted(
+        [*("commit", "tree_digest", "total_bytes", "shard_count") * 2, "files"]
+    )
+    assert "# The source page gives the tree digest but not the commit id" in after
+    model = load_package(package).package.model
+    assert (model.commit, model.tree_digest, model.files) == (
+        k3_pin.commit,
+        k3_pin.tree_digest,
+        PIN_PATH,
+    )
+    assert (model.total_bytes, model.shard_count) == (k3_pin.total_bytes, 3)
+    assert package_pin(package)[1] == k3_pin
+
+
+def test_pinning_again_keeps_the_file_and_changes_nothing_else(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    pin_into_package(k3_pin, package)
+    first = (package / "package.yaml").read_text()
+    pin_into_package(k3_pin, package)
+    assert (package / "package.yaml").read_text() == first
+
+
+def test_a_pin_of_another_repo_changes_nothing(package: Path, hub_server: HubServer) -> None:
+    repo = hub_server.add_repo(FakeRepo("org/other"))
+    repo.commit(model_files(31))
+    pin = pin_repo("org/other", "main", hub=Hub(endpoint=hub_server.url))
+    before = (package / "package.yaml").read_text()
+    with pytest.raises(UsageError, match="the package serves moonshotai/Kimi-K3"):
+        pin_into_package(pin, package)
+    assert (package / "package.yaml").read_text() == before
+    assert not (package / PIN_PATH).exists()
+
+
+def test_a_pin_file_that_disagrees_with_package_yaml_is_refused(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    pin_into_package(k3_pin, package)
+    manifest = package / "package.yaml"
+    text = manifest.read_text().replace(k3_pin.tree_digest, "sha256:" + "1" * 64)
+    manifest.write_text(text)
+    with pytest.raises(
+        FileChangedError, match=r"disagrees with package\.yaml on model\.tree_digest"
+    ):
+        package_pin(package)
+
+
+def test_a_package_without_a_pin_file_has_only_its_digest(package: Path) -> None:
+    loaded, pin = package_pin(package)
+    assert pin is None and loaded.package.model.tree_digest.startswith("sha256:")
