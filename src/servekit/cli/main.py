@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from servekit import __version__, progress
-from servekit.cli import catalog, demo, keys, kit, package, verify
+from servekit.cli import catalog, demo, keys, kit, model, package, verify
 from servekit.cli.output import stderr
 from servekit.errors import Error
 
@@ -29,6 +29,7 @@ app.add_typer(catalog.app, name="catalog")
 app.add_typer(keys.app, name="keys")
 app.add_typer(kit.app, name="kit")
 app.add_typer(verify.app, name="verify")
+app.add_typer(model.app, name="model")
 app.command("demo")(demo.demo)
 
 _state = {"verbose": False}

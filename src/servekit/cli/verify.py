@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from servekit.cli.verify_kit import kit_command
+from servekit.cli.verify_weights import weights_command
 
 app = typer.Typer(
     help="Verify a kit or a model's weights. Exit 0 means verified; every failure names "
@@ -16,3 +17,4 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.command("kit")(kit_command)
+app.command("weights")(weights_command)

@@ -1,0 +1,93 @@
+"""``servekit verify weights``: the bytes on disk are the bytes that were pinned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from servekit.cli.output import print_json, stdout
+from servekit.errors import UsageError
+from servekit.hub.client import Hub
+from servekit.verify.weights import (
+    Expected,
+    WeightsReport,
+    check_weights,
+    expected_from_kit,
+    expected_from_package,
+    expected_from_pin_file,
+)
+
+
+def _expected(pin: Path | None, package: Path | None, kit: Path | None) -> Expected:
+    given = [p for p in (pin, package, kit) if p is not None]
+    if len(given) != 1:
+        raise UsageError(
+            "pass exactly one of --pin PIN.json, --package PKG_DIR or --kit KIT",
+            hint="the pin says what the weights must be",
+        )
+    if pin is not None:
+        return expected_from_pin_file(pin)
+    if package is not None:
+        return expected_from_package(package)
+    assert kit is not None
+    return expected_from_kit(kit)
+
+
+def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
+    if fetch and directory is not None:
+        raise UsageError(
+            "--fetch downloads into the Hugging Face cache; do not pass DIR with it",
+            hint="set HF_HUB_CACHE to choose where the cache is",
+        )
+    if not fetch:
+        if directory is None:
+            raise UsageError("pass the model directory DIR, or --fetch to download it first")
+        return directory
+    if expected.repo is None or expected.commit is None:
+        raise UsageError(
+            f"{expected.source} names no repository and commit, so there is nothing to fetch",
+            hint="pins made by `servekit model digest` are local; download the model yourself",
+        )
+    return Hub().snapshot(expected.repo, expected.commit)
+
+
+def render_weights(report: WeightsReport) -> None:
+    """Print a verified tree; a failed one is rendered as its error, on stderr."""
+    if report.ok:
+        stdout.print(
+            f"[green]✓[/] {report.files} files, {report.bytes:,} bytes match "
+            f"{escape(report.source)} ({report.gigabytes_per_second:.2f} GB/s)"
+        )
+        stdout.print(f"tree digest {report.actual_tree_digest}")
+
+
+def weights_command(
+    directory: Path | None = typer.Argument(
+        None, help="The model directory, or a snapshot directory of the Hugging Face cache."
+    ),
+    pin: Path | None = typer.Option(None, "--pin", help="A pin file (PIN.json)."),
+    package: Path | None = typer.Option(None, "--package", help="A package directory."),
+    kit: Path | None = typer.Option(None, "--kit", help="A kit (.tar.gz or directory)."),
+    fetch: bool = typer.Option(
+        False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Hashing threads (default: every core)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Check every file of a model tree against its pin: names and sizes first, then sha256.
+
+    Exit 0 when every file matches; otherwise every missing, extra, changed or
+    unreadable file is named with the expected and the actual value, and the exit
+    code names the failure (10 changed, 11 missing, 12 extra, 16 unreadable/unsafe).
+    """
+    expected = _expected(pin, package, kit)
+    report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        render_weights(report)
+    report.raise_for_problems()
