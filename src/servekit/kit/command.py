@@ -7,7 +7,8 @@ The argument vector is, in this order::
 ``MODEL`` is ``model.repo``; the revision pin makes the engine load ``model.commit``
 and nothing else: vLLM gets ``--revision``, ``--code-revision`` and
 ``--tokenizer-revision``, SGLang ``--revision``, and ``transformers serve`` the
-``REPO@COMMIT`` form. ``args`` are copied exactly. The served name, host (``0.0.0.0``)
+``REPO@COMMIT`` form; servekit's simulator (``servekit-sim``) loads no weights and
+needs none. ``args`` are copied exactly. The served name, host (``0.0.0.0``)
 and port flags are added only when the engine has them and ``args`` does not already
 set them. An engine missing from :data:`PROFILES` is refused rather than deployed
 unpinned.
@@ -68,6 +69,8 @@ PROFILES: dict[str, EngineProfile] = {
         port_flag="--port",
     ),
     "transformers": EngineProfile(revision_in_model=True, host_flag="--host", port_flag="--port"),
+    # `servekit sim serve` loads no weights, so there is no revision to pin.
+    "servekit-sim": EngineProfile(host_flag="--host", port_flag="--port"),
 }
 
 

@@ -57,7 +57,8 @@ def _yes_no(value: bool | None) -> str:
 def _build_steps(package: Package) -> list[str]:
     engine = package.engine
     if engine.build_recipe is None:
-        return [f"The engine is a released wheel: `pip install {engine.name}=={engine.version}`."]
+        wheel = engine.distribution or f"{engine.name}=={engine.version}"
+        return [f"The engine is a released wheel: `pip install '{wheel}'`."]
     recipe = recipe_kit_path(engine.build_recipe)
     return [
         f"Build the image the deploy files run from `{recipe}`:",
@@ -68,6 +69,16 @@ def _build_steps(package: Package) -> list[str]:
     ]
 
 
+def _distribution(package: Package) -> list[str]:
+    engine = package.engine
+    if engine.distribution is None:
+        return []
+    record = engine.distribution_record_sha256
+    return [
+        f"- Distribution: {engine.distribution}" + (f" (RECORD sha256 {record})" if record else "")
+    ]
+
+
 def render_build_notes(package: Package) -> bytes:
     engine = package.engine
     exclusions = [f"- {e}" for e in engine.build_exclusions] or ["- none"]
@@ -75,7 +86,8 @@ def render_build_notes(package: Package) -> bytes:
     lines = [
         f"# Engine build: {engine.name} {engine.version}",
         "",
-        f"- Source: {engine.source_repo} at commit {engine.source_commit}",
+        f"- Source: {engine.source_repo} at commit {engine.source_commit or '(not recorded)'}",
+        *_distribution(package),
         f"- Build: {'from source' if engine.build is EngineBuild.SOURCE else 'released wheel'}",
         f"- A binary ships in this kit: {'yes' if engine.binary_ships else 'no'}",
         f"- The recipe was executed end to end before publication: {executed}",

@@ -40,6 +40,11 @@ class PublicKey:
 
     key: Ed25519PublicKey
 
+    @classmethod
+    def from_raw(cls, raw: bytes) -> PublicKey:
+        """A key from its 32 raw bytes (as other Ed25519 libraries hold it)."""
+        return cls(Ed25519PublicKey.from_public_bytes(raw))
+
     @property
     def raw(self) -> bytes:
         return self.key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

@@ -1,0 +1,436 @@
+"""Generate the kit fixtures: a small measured package and one kit per verification case.
+
+Run from anywhere: ``.venv/bin/python tests/assets/make_kit_fixtures.py``. Everything is
+deterministic (evidence from fixed arithmetic, the committed test keys in ``keys/``,
+Ed25519's deterministic signatures, servekit's deterministic archive), so a second run
+rewrites identical bytes; ``tests/kit/test_fixtures.py`` regenerates into a temporary
+directory and compares.
+
+Kits, each named after its case:
+
+=================================  ===========================================  ==========
+kit_valid.tar.gz                   as built                                      verified
+kit_tampered_compose.tar.gz        one byte changed in deploy/compose.yaml      10
+kit_missing_evidence.tar.gz        an evidence file removed                     11
+kit_extra_file.tar.gz              an extra file added                          12
+kit_tampered_receipt_payload...    the receipt payload edited, signature kept   13
+kit_untrusted_key.tar.gz           signed by a key no test trusts               13
+kit_manifest_not_resigned.tar.gz   compose and MANIFEST edited consistently     14
+kit_path_traversal.tar.gz          a member named ../x                          15
+kit_symlink_member.tar.gz          a symlink member                             15
+=================================  ===========================================  ==========
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from servekit.kit.archive import KitFile, write_archive
+from servekit.kit.build import EXECUTABLES, BuiltKit, build_kit
+from servekit.package.evidence import RequestRecord
+from servekit.package.models import Metric, Scope, Statistic
+from servekit.package.stats import figure_value, summarize
+from servekit.receipts.canonical import canonical_json
+from servekit.receipts.manifest import manifest_entries, render_manifest
+
+ASSETS = Path(__file__).resolve().parent
+PACKAGE_DIR = ASSETS / "kit_package"
+KEYS = ASSETS / "keys"
+MTIME = 1764460800  # 2025-11-30 00:00 UTC, the fixture package's publication date
+ENGINE_VERSION = "0.11.0"
+GPUS = 2
+REPO, COMMIT = "servekit-test/tiny-model", "3b1f6c0e2d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+OUTPUT_TOKENS, PROMPT_TOKENS = 16, 256
+
+# --- the package -----------------------------------------------------------------------
+
+
+def _records(run: str, skew: float) -> list[RequestRecord]:
+    """Four measured requests after one warmup at concurrency 1 and 4, fixed timings."""
+    records, clock = [], 0.0
+    for conc in (1, 4):
+        for i in range(5):
+            ttft = 0.100 + 0.004 * i + skew
+            events = tuple(clock + ttft + 0.010 * k for k in range(OUTPUT_TOKENS))
+            records.append(
+                RequestRecord(
+                    id=f"{run}-c{conc}-{i}",
+                    run=run,
+                    concurrency=conc,
+                    warmup=i == 0,
+                    t_send=clock,
+                    t_first_event=clock + ttft,
+                    t_first_content=clock + ttft,
+                    t_content=events,
+                    t_end=events[-1] + 0.001,
+                    prompt_tokens=PROMPT_TOKENS,
+                    completion_tokens=OUTPUT_TOKENS,
+                    requested_output_tokens=OUTPUT_TOKENS,
+                    http_status=200,
+                )
+            )
+            clock += 0.5
+    return records
+
+
+def _header(run: str) -> dict[str, Any]:
+    return {
+        "record": "run",
+        "format": "servekit.bench/v1",
+        "run": run,
+        "endpoint": "http://127.0.0.1:8000/v1",
+        "model": "tiny",
+        "api": "completions",
+        "engine_version": ENGINE_VERSION,
+        "servekit_version": "fixture",
+        "seed": 7,
+        "host": "fixture-host",
+        "gpus": GPUS,
+        "started_at": "2025-11-29T10:00:00+00:00",
+        "ended_at": "2025-11-29T10:00:10+00:00",
+    }
+
+
+def _evidence(run: str, records: list[RequestRecord]) -> str:
+    """JSON Lines written field by field (only the fields set), so new optional fields of
+    the evidence format do not change these bytes."""
+    requests = (
+        {"record": "request", **r.model_dump(mode="json", exclude_defaults=True)} for r in records
+    )
+    lines = [_header(run), *requests]
+    return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+
+
+FIGURES = (
+    ("ttft-p50-c1", "TTFT p50", Metric.TTFT, Statistic.P50, 1, None),
+    ("e2el-p99-c4", "Latency p99", Metric.E2EL, Statistic.P99, 4, None),
+    (
+        "otps-gpu-c4",
+        "Output tok/s per GPU",
+        Metric.OUTPUT_THROUGHPUT,
+        Statistic.VALUE,
+        4,
+        "per_gpu",
+    ),
+)
+
+
+def _figures(records: list[RequestRecord]) -> list[dict[str, Any]]:
+    out = []
+    for fid, label, metric, stat, conc, scope in FIGURES:
+        value = figure_value(
+            summarize(records, conc), metric, stat, Scope(scope) if scope else None, GPUS
+        )
+        figure = {"id": fid, "label": label, "metric": metric.value, "statistic": stat.value}
+        figure |= {"concurrency": conc, "value": round(value, 1), "decimals": 1}
+        figure |= {"provenance": "measured", "runs": ["run-a", "run-b"], "on_card": True}
+        figure["measured_on"] = {
+            "engine": ENGINE_VERSION,
+            "hardware": f"{GPUS}x H200",
+            "workload": "short",
+        }
+        out.append(figure | ({"scope": scope} if scope else {}))
+    return out
+
+
+MODEL_FILES = {"config.json": b'{"model_type": "llama"}\n', "model.safetensors": b"\x00" * 4096}
+
+
+def _pin() -> dict[str, Any]:
+    """A pin in the hub's PIN.json format (servekit-tree-v1; see docs/digest.md)."""
+    files = [
+        {
+            "path": p,
+            "size": len(d),
+            "sha256": hashlib.sha256(d).hexdigest(),
+            "git_blob": None,
+            "sha256_source": "hub-lfs",
+        }
+        for p, d in sorted(MODEL_FILES.items())
+    ]
+    listing = "servekit-tree-v1\n" + "".join(
+        f"{f['sha256']} {f['size']} {f['path']}\n" for f in files
+    )
+    return {
+        "format": 1,
+        "digest_scheme": "servekit-tree-v1",
+        "repo": REPO,
+        "revision": "main",
+        "commit": COMMIT,
+        "tree_digest": "sha256:" + hashlib.sha256(listing.encode()).hexdigest(),
+        "total_bytes": sum(f["size"] for f in files),
+        "file_count": len(files),
+        "shard_count": 1,
+        "files": files,
+    }
+
+
+def package_definition(records: list[RequestRecord], pin: dict[str, Any]) -> dict[str, Any]:
+    """The fixture package: vLLM on 2x H200, one node, two measured runs."""
+    return {
+        "schema_version": 1,
+        "id": "kit-fixture",
+        "name": "Kit fixture package",
+        "version": "1.0.0",
+        "status": "published",
+        "summary": "A small measured package for the kit tests.",
+        "publisher": "servekit tests",
+        "published": "2025-11-30",
+        "proof_verified": "2025-11-30",
+        "model": {
+            "repo": REPO,
+            "commit": COMMIT,
+            "tree_digest": pin["tree_digest"],
+            "total_bytes": pin["total_bytes"],
+            "shard_count": 1,
+            "files": "model/pin.json",
+            "parameters": {"total": 1000000},
+            "modalities": [{"modality": "text"}],
+            "context_length": 4096,
+            "license": {
+                "name": "Apache-2.0",
+                "spdx": "Apache-2.0",
+                "file": "licenses/MODEL_LICENSE.md",
+                "modifications": "None: the weights are served as published.",
+            },
+        },
+        "engine": {
+            "name": "vllm",
+            "version": ENGINE_VERSION,
+            "source_repo": "vllm-project/vllm",
+            "build": "wheel",
+            "distribution": f"vllm=={ENGINE_VERSION}",
+            "image": f"vllm/vllm-openai:v{ENGINE_VERSION}",
+        },
+        "serve": {
+            "entrypoint": ["vllm", "serve"],
+            "args": [
+                "--tensor-parallel-size",
+                "2",
+                "--max-model-len",
+                "4096",
+                "--chat-template",
+                "{{ $(name) }} costs $5",
+            ],
+            "env": [
+                {"name": "VLLM_LOGGING_LEVEL", "value": "INFO"},
+                {"name": "NOTE", "value": "it's $HOME and $(HOME)"},
+            ],
+            "port": 8000,
+            "served_model_name": "tiny",
+        },
+        "hardware": {
+            "target": {
+                "gpu": "H200",
+                "count": GPUS,
+                "memory_per_gpu_gb": 141,
+                "nodes": 1,
+                "interconnect": "NVLink",
+            }
+        },
+        "workloads": [
+            {
+                "id": "short",
+                "description": "Short prompts.",
+                "dataset": "synthetic",
+                "prompt_tokens": {"min": PROMPT_TOKENS, "max": PROMPT_TOKENS},
+                "output_tokens": OUTPUT_TOKENS,
+                "concurrencies": [1, 4],
+                "warmup_requests": 1,
+                "measured_requests": 4,
+                "seed": 7,
+                "context_length": 4096,
+            }
+        ],
+        "measurements": {
+            "tolerance_pct": 5.0,
+            "runs": [
+                {
+                    "id": "run-a",
+                    "file": "evidence/run-a.jsonl",
+                    "workload": "short",
+                    "date": "2025-11-29",
+                },
+                {
+                    "id": "run-b",
+                    "file": "evidence/run-b.jsonl",
+                    "workload": "short",
+                    "date": "2025-11-29",
+                },
+            ],
+            "figures": _figures(records),
+        },
+        "accuracy": {
+            "method": "by_construction",
+            "claim": "Served-output parity with the pinned engine build",
+            "methodology": "No weight byte changes and no runtime stage is applied.",
+            "weights_modified": False,
+            "absent_reason": "No scores are published.",
+            "gate": "passed",
+        },
+        "disclosures": [
+            {
+                "topic": "context",
+                "title": "Long context was not measured",
+                "text": "Only 272-token requests were run.",
+            },
+        ],
+        "peak_memory": {"published": False},
+        "cost": {"as_of": "2025-11-30", "note": "No cost per token is published."},
+        "license": {
+            "id": "fixture-license",
+            "name": "Fixture licence",
+            "version": "1.0",
+            "date": "2025-11-30",
+            "file": "licenses/PACKAGE_LICENSE.md",
+        },
+        "pricing": {"usd": 0, "tier": "standard"},
+    }
+
+
+def write_package(root: Path) -> None:
+    """Write the fixture package directory (package.yaml, evidence, licences, pin)."""
+    runs = {"run-a": _records("run-a", 0.0), "run-b": _records("run-b", 0.001)}
+    pin = _pin()
+    files = {
+        "package.yaml": yaml.safe_dump(package_definition(runs["run-a"], pin), sort_keys=False),
+        "evidence/run-a.jsonl": _evidence("run-a", runs["run-a"]),
+        "evidence/run-b.jsonl": _evidence("run-b", runs["run-b"]),
+        "licenses/MODEL_LICENSE.md": "Apache License 2.0 (fixture text).\n",
+        "licenses/PACKAGE_LICENSE.md": "Fixture package licence: for tests only.\n",
+        "model/pin.json": json.dumps(pin, indent=2, ensure_ascii=False) + "\n",
+    }
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+
+
+# --- the kits ---------------------------------------------------------------------------
+
+
+def private_key(name: str, directory: Path) -> Path:
+    """A 0600 copy of a committed test key (git does not keep file modes)."""
+    path = directory / f"{name}.key"
+    shutil.copyfile(KEYS / f"{name}.key", path)
+    path.chmod(0o600)
+    return path
+
+
+def build(package_dir: Path, key: str) -> BuiltKit:
+    with tempfile.TemporaryDirectory() as tmp:
+        return build_kit(package_dir, private_key(key, Path(tmp)))
+
+
+def _archive(files: dict[str, bytes]) -> bytes:
+    return write_archive([KitFile(p, d, p in EXECUTABLES) for p, d in files.items()], MTIME)
+
+
+def _raw_archive(files: dict[str, bytes], extra: tarfile.TarInfo) -> bytes:
+    """An archive with one member servekit's writer would never write."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for path, data in sorted(files.items()):
+            info = tarfile.TarInfo(path)
+            info.size, info.mtime, info.mode = len(data), MTIME, 0o644
+            tar.addfile(info, io.BytesIO(data))
+        extra.mtime = MTIME
+        tar.addfile(extra, io.BytesIO(b"x\n") if extra.isreg() else None)
+    return _reset_gzip_header(buffer.getvalue())
+
+
+def _reset_gzip_header(data: bytes) -> bytes:
+    """Zero the gzip header's mtime (bytes 4-8) so the fixture is reproducible."""
+    return data[:4] + b"\x00\x00\x00\x00" + data[8:]
+
+
+def _tamper_compose(files: dict[str, bytes]) -> dict[str, bytes]:
+    compose = files["deploy/compose.yaml"]
+    assert compose.count(b"'8000'") == 1
+    return {**files, "deploy/compose.yaml": compose.replace(b"'8000'", b"'9000'")}
+
+
+def tampered_compose(files: dict[str, bytes]) -> bytes:
+    return _archive(_tamper_compose(files))
+
+
+def missing_evidence(files: dict[str, bytes]) -> bytes:
+    return _archive({p: d for p, d in files.items() if p != "evidence/run-b.jsonl"})
+
+
+def extra_file(files: dict[str, bytes]) -> bytes:
+    return _archive({**files, "deploy/extra.sh": b"echo 'not from the publisher'\n"})
+
+
+def tampered_receipt_payload(files: dict[str, bytes]) -> bytes:
+    envelope = json.loads(files["receipt.dsse.json"])
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"]["figures"][0]["value"] *= 0.5  # a better TTFT than measured
+    envelope["payload"] = base64.b64encode(canonical_json(statement)).decode()
+    return _archive({**files, "receipt.dsse.json": canonical_json(envelope)})
+
+
+def manifest_not_resigned(files: dict[str, bytes]) -> bytes:
+    changed = _tamper_compose(files)
+    changed["MANIFEST"] = render_manifest(manifest_entries(changed))
+    return _archive(changed)
+
+
+def path_traversal(files: dict[str, bytes]) -> bytes:
+    member = tarfile.TarInfo("../x")
+    member.size = 2
+    return _raw_archive(files, member)
+
+
+def symlink_member(files: dict[str, bytes]) -> bytes:
+    member = tarfile.TarInfo("deploy/k8s/secrets.yaml")
+    member.type, member.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return _raw_archive(files, member)
+
+
+CASES: dict[str, Callable[[dict[str, bytes]], bytes]] = {
+    "kit_tampered_compose": tampered_compose,
+    "kit_missing_evidence": missing_evidence,
+    "kit_extra_file": extra_file,
+    "kit_tampered_receipt_payload": tampered_receipt_payload,
+    "kit_manifest_not_resigned": manifest_not_resigned,
+    "kit_path_traversal": path_traversal,
+    "kit_symlink_member": symlink_member,
+}
+
+
+def write_fixtures(out: Path, package_dir: Path = PACKAGE_DIR) -> list[Path]:
+    """Build every fixture kit from ``package_dir`` into ``out``; return their paths."""
+    valid = build(package_dir, "publisher")
+    files = {f.path: f.data for f in valid.files}
+    kits = {
+        "kit_valid": valid.archive,
+        "kit_untrusted_key": build(package_dir, "untrusted").archive,
+    }
+    kits |= {name: make(files) for name, make in CASES.items()}
+    written = []
+    for name, data in kits.items():
+        (out / f"{name}.tar.gz").write_bytes(data)
+        written.append(out / f"{name}.tar.gz")
+    return written
+
+
+def main() -> None:
+    shutil.rmtree(PACKAGE_DIR, ignore_errors=True)
+    write_package(PACKAGE_DIR)
+    for path in write_fixtures(ASSETS):
+        print(f"wrote {path.relative_to(ASSETS)} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()

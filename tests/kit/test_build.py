@@ -1,0 +1,203 @@
+"""The kit builder: claim rules first, safe keys, deterministic bytes, the promised layout."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servekit.errors import ClaimRuleError, PackageError, SigningKeyError
+from servekit.kit.archive import KitFile, kit_mtime, write_archive
+from servekit.kit.build import build_kit, render_deploy
+from servekit.package import load_package
+from servekit.receipts.keys import load_public_key
+from tests.kit.helpers import EXAMPLES, KEYS, PACKAGE_DIR, ROOT, package_copy, private_key
+
+K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Path:
+    return private_key("publisher", tmp_path)
+
+
+def _members(archive: bytes) -> list[tarfile.TarInfo]:
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        return tar.getmembers()
+
+
+def _statement(files: dict[str, bytes]) -> dict[str, Any]:
+    envelope = json.loads(files["receipt.dsse.json"])
+    return dict(json.loads(base64.b64decode(envelope["payload"])))
+
+
+@pytest.mark.parametrize("package_dir", [PACKAGE_DIR, *EXAMPLES], ids=lambda p: p.name)
+def test_two_builds_are_byte_identical(package_dir: Path, key: Path) -> None:
+    assert build_kit(package_dir, key).archive == build_kit(package_dir, key).archive
+
+
+def test_the_same_package_copied_elsewhere_gives_the_same_bytes(tmp_path: Path, key: Path) -> None:
+    assert build_kit(package_copy(tmp_path), key).archive == build_kit(PACKAGE_DIR, key).archive
+
+
+def test_k3_kit_is_under_3_mb(key: Path) -> None:
+    assert len(build_kit(K3, key).archive) < 3 * 1024 * 1024
+
+
+def test_archive_entries_are_normalized(key: Path) -> None:
+    kit = build_kit(PACKAGE_DIR, key)
+    members = _members(kit.archive)
+    assert [m.name for m in members] == sorted(m.name for m in members)
+    mtime = kit_mtime(load_package(PACKAGE_DIR).package)
+    assert mtime == 1764460800  # the package's published date, 00:00 UTC
+    for m in members:
+        assert (m.isreg(), m.uid, m.gid, m.uname, m.gname, m.mtime) == (True, 0, 0, "", "", mtime)
+        assert m.mode == (0o755 if m.name == "deploy/launch.sh" else 0o644)
+
+
+def test_gzip_header_has_no_time_and_no_name(key: Path) -> None:
+    archive = build_kit(PACKAGE_DIR, key).archive
+    assert archive[:3] == b"\x1f\x8b\x08"
+    assert archive[3] & 0x08 == 0, "FNAME flag set"
+    assert archive[4:8] == b"\x00\x00\x00\x00"
+    assert gzip.decompress(archive)
+
+
+def test_write_archive_ignores_input_order() -> None:
+    files = [KitFile("b", b"2"), KitFile("a/x", b"1", executable=True)]
+    assert write_archive(files, 0) == write_archive(list(reversed(files)), 0)
+
+
+def test_layout(key: Path) -> None:
+    names = {f.path for f in build_kit(PACKAGE_DIR, key).files}
+    assert names == {
+        "MANIFEST",
+        "README.md",
+        "receipt.dsse.json",
+        "package.yaml",
+        "deploy/compose.yaml",
+        "deploy/launch.sh",
+        "deploy/k8s/deployment.yaml",
+        "deploy/k8s/service.yaml",
+        "deploy/build/BUILD.md",
+        "evidence/run-a.jsonl",
+        "evidence/run-b.jsonl",
+        "licenses/MODEL_LICENSE.md",
+        "licenses/MODEL_NOTICE.md",
+        "licenses/PACKAGE_LICENSE.md",
+        "model/pin.json",
+    }
+
+
+def test_k3_kit_ships_its_build_recipe_pinned_to_its_commit(key: Path) -> None:
+    files = {f.path: f.data for f in build_kit(K3, key).files}
+    recipe = files["deploy/build/Dockerfile.vllm-k3-wheel"]
+    assert recipe == (K3 / "build" / "Dockerfile.vllm-k3-wheel").read_bytes()
+    notes = files["deploy/build/BUILD.md"].decode()
+    assert "f68f4fdd" in notes and "FlashKDA" in notes and "validation run" in notes
+    notice = files["licenses/MODEL_NOTICE.md"].decode()
+    assert "Statement of modifications" in notice and "no byte is changed" in notice
+
+
+def test_package_yaml_and_evidence_are_copied_byte_for_byte(key: Path) -> None:
+    files = {f.path: f.data for f in build_kit(PACKAGE_DIR, key).files}
+    for name in ("package.yaml", "evidence/run-a.jsonl", "model/pin.json"):
+        assert files[name] == (PACKAGE_DIR / name).read_bytes()
+
+
+def test_no_private_key_material_in_the_kit(key: Path) -> None:
+    for f in build_kit(PACKAGE_DIR, key).files:
+        assert b"PRIVATE KEY" not in f.data, f.path
+        assert key.read_bytes().splitlines()[1] not in f.data, f.path
+
+
+def test_receipt_records_figures_with_provenance_and_recomputed_values(key: Path) -> None:
+    files = {f.path: f.data for f in build_kit(PACKAGE_DIR, key).files}
+    predicate = _statement(files)["predicate"]
+    figures = {f["id"]: f for f in predicate["figures"]}
+    ttft = figures["ttft-p50-c1"]
+    assert ttft["provenance"] == "measured" and set(ttft["per_run"]) == {"run-a", "run-b"}
+    assert abs(ttft["recomputed"] - ttft["value"]) <= 0.05
+    assert predicate["simulator"] is False and predicate["claim_rules"]["violations"] == 0
+    assert predicate["publisher_key_id"] == load_public_key(KEYS / "publisher.pub").key_id
+    assert [r["file"] for r in predicate["runs"]] == [
+        "evidence/run-a.jsonl",
+        "evidence/run-b.jsonl",
+    ]
+    assert predicate["measurement_dates"]["first_run"] == "2025-11-29"
+
+
+def test_k3_receipt_marks_every_figure_reported(key: Path) -> None:
+    files = {f.path: f.data for f in build_kit(K3, key).files}
+    statement = _statement(files)
+    assert {f["provenance"] for f in statement["predicate"]["figures"]} == {"reported"}
+    assert all(f["recomputed"] is None and f["source"] for f in statement["predicate"]["figures"])
+    names = [s["name"] for s in statement["subject"]]
+    assert names == ["servekit-kit:kimi-k3-8xb300@1.0.0", "hf://moonshotai/Kimi-K3@" + "0" * 40]
+
+
+def test_simulator_runs_are_marked(tmp_path: Path, key: Path) -> None:
+    def simulated(data: dict[str, Any]) -> None:
+        for run in data["measurements"]["runs"]:
+            run["simulator"] = True
+        data["disclosures"].append(
+            {"topic": "simulator", "title": "Simulator", "text": "Measured against the simulator."}
+        )
+
+    pkg = package_copy(tmp_path, simulated)
+    for name in ("run-a", "run-b"):  # the evidence headers must say so too (rule SK115)
+        path = pkg / "evidence" / f"{name}.jsonl"
+        header, rest = path.read_text().split("\n", 1)
+        path.write_text(json.dumps({**json.loads(header), "simulator": True}) + "\n" + rest)
+    files = {f.path: f.data for f in build_kit(pkg, key).files}
+    predicate = _statement(files)["predicate"]
+    assert predicate["simulator"] is True
+    assert all(f["simulator"] for f in predicate["figures"])
+    assert "simulator" in files["README.md"].decode()
+
+
+def test_claim_rule_violation_refuses_the_build(tmp_path: Path, key: Path) -> None:
+    def inflate(data: dict[str, Any]) -> None:
+        data["measurements"]["figures"][0]["value"] *= 0.5  # better than the records show
+
+    with pytest.raises(ClaimRuleError) as info:
+        build_kit(package_copy(tmp_path, inflate), key)
+    assert info.value.violations[0].rule == "SK101"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])
+def test_a_key_others_can_read_is_refused(tmp_path: Path, key: Path, mode: int) -> None:
+    key.chmod(mode)
+    with pytest.raises(SigningKeyError, match="accessible by group or others"):
+        build_kit(PACKAGE_DIR, key)
+
+
+def test_a_public_key_cannot_sign(tmp_path: Path) -> None:
+    pub = tmp_path / "servekit.pub"
+    pub.write_bytes((KEYS / "publisher.pub").read_bytes())
+    pub.chmod(0o600)
+    with pytest.raises(SigningKeyError, match="not an unencrypted PEM private key"):
+        build_kit(PACKAGE_DIR, pub)
+
+
+def test_a_package_without_an_image_is_refused(tmp_path: Path, key: Path) -> None:
+    def no_image(data: dict[str, Any]) -> None:
+        del data["engine"]["image"]
+
+    with pytest.raises(PackageError, match=r"engine\.image is not set"):
+        build_kit(package_copy(tmp_path, no_image), key)
+
+
+def test_gpus_must_split_over_nodes(tmp_path: Path) -> None:
+    def uneven(data: dict[str, Any]) -> None:
+        data["hardware"]["target"] |= {"count": 3, "nodes": 2}
+
+    package = load_package(package_copy(tmp_path, uneven)).package
+    with pytest.raises(PackageError, match="does not split over 2 nodes"):
+        render_deploy(package)

@@ -1,0 +1,193 @@
+"""Kit verification: each golden fixture fails with its own error; valid kits verify."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servekit.errors import (
+    ExtraFileError,
+    FileChangedError,
+    MissingFileError,
+    SignatureError,
+    SubjectMismatchError,
+    UnsafeArchiveError,
+    UntrustedKeyError,
+    VerificationError,
+)
+from servekit.kit.archive import KitFile, write_archive
+from servekit.receipts.canonical import canonical_json
+from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
+from servekit.receipts.manifest import manifest_entries, render_manifest
+from servekit.receipts.signing import sign_payload
+from servekit.verify.kit import verify_kit
+from tests.assets.make_kit_fixtures import build, private_key
+from tests.kit.helpers import ASSETS, KEYS, PACKAGE_DIR
+
+TRUST = load_trust_store(KEYS / "publisher.pub")
+
+FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
+    "kit_tampered_compose": (FileChangedError, "deploy/compose.yaml"),
+    "kit_missing_evidence": (MissingFileError, "evidence/run-b.jsonl"),
+    "kit_extra_file": (ExtraFileError, "deploy/extra.sh"),
+    "kit_tampered_receipt_payload": (SignatureError, "receipt.dsse.json"),
+    "kit_untrusted_key": (UntrustedKeyError, "receipt.dsse.json"),
+    "kit_manifest_not_resigned": (SubjectMismatchError, "MANIFEST"),
+    "kit_path_traversal": (UnsafeArchiveError, "../x"),
+    "kit_symlink_member": (UnsafeArchiveError, "deploy/k8s/secrets.yaml"),
+}
+
+
+def _files(name: str = "kit_valid") -> dict[str, bytes]:
+    with tarfile.open(ASSETS / f"{name}.tar.gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+def _kit(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    path = tmp_path / "kit.tar.gz"
+    path.write_bytes(write_archive([KitFile(p, d) for p, d in files.items()], 0))
+    return path
+
+
+def test_the_valid_fixture_verifies() -> None:
+    result = verify_kit(ASSETS / "kit_valid.tar.gz", TRUST)
+    assert (result.package_id, result.version, result.files) == ("kit-fixture", "1.0.0", 15)
+    assert result.key_id == load_public_key(KEYS / "publisher.pub").key_id
+    assert result.evidence == ("evidence/run-a.jsonl", "evidence/run-b.jsonl")
+    assert result.model.startswith("hf://servekit-test/tiny-model@3b1f6c0e")
+    assert result.as_dict()["verified"] is True
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_each_failure_fixture_raises_its_own_error(name: str) -> None:
+    error, file = FIXTURES[name]
+    with pytest.raises(VerificationError) as info:
+        verify_kit(ASSETS / f"{name}.tar.gz", TRUST)
+    assert type(info.value) is error
+    assert info.value.file == file
+    assert info.value.expected and info.value.actual and info.value.expected != info.value.actual
+
+
+def test_an_unpacked_kit_directory_verifies(tmp_path: Path) -> None:
+    with tarfile.open(ASSETS / "kit_valid.tar.gz") as tar:
+        tar.extractall(tmp_path / "kit", filter="data")
+    assert verify_kit(tmp_path / "kit", TRUST).files == 15
+
+
+def test_a_directory_kit_with_a_symlink_is_refused(tmp_path: Path) -> None:
+    with tarfile.open(ASSETS / "kit_valid.tar.gz") as tar:
+        tar.extractall(tmp_path / "kit", filter="data")
+    (tmp_path / "kit" / "evidence" / "run-b.jsonl").unlink()
+    (tmp_path / "kit" / "evidence" / "run-b.jsonl").symlink_to(
+        tmp_path / "kit" / "evidence" / "run-a.jsonl"
+    )
+    with pytest.raises(UnsafeArchiveError, match="not a regular file") as info:
+        verify_kit(tmp_path / "kit", TRUST)
+    assert info.value.file == "evidence/run-b.jsonl" and info.value.actual == "a symlink"
+
+
+def test_an_empty_trust_store_fails_even_a_valid_kit(tmp_path: Path) -> None:
+    with pytest.raises(SignatureError, match="holds no key"):
+        verify_kit(ASSETS / "kit_valid.tar.gz", load_trust_store(tmp_path))
+
+
+def test_the_untrusted_kit_verifies_once_its_key_is_trusted() -> None:
+    trust = load_trust_store(KEYS / "untrusted.pub")
+    assert verify_kit(ASSETS / "kit_untrusted_key.tar.gz", trust).key_id in trust.keys
+
+
+def test_a_missing_receipt_or_manifest(tmp_path: Path) -> None:
+    for name in ("receipt.dsse.json", "MANIFEST"):
+        files = {p: d for p, d in _files().items() if p != name}
+        with pytest.raises(MissingFileError) as info:
+            verify_kit(_kit(tmp_path, files), TRUST)
+        assert info.value.file == name
+
+
+def _resign(
+    tmp_path: Path, files: dict[str, bytes], edit: Callable[[dict[str, Any]], None]
+) -> Path:
+    """The kit re-signed by the trusted publisher after ``edit`` changed its statement;
+    MANIFEST and the kit subject are recomputed, so only the edit can fail."""
+    manifest = render_manifest(manifest_entries(files))
+    envelope = json.loads(files["receipt.dsse.json"])
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["subject"][0]["digest"]["sha256"] = hashlib.sha256(manifest).hexdigest()
+    edit(statement)
+    key = load_signing_key(private_key("publisher", tmp_path))
+    receipt = sign_payload(canonical_json(statement), key)
+    return _kit(tmp_path, {**files, "MANIFEST": manifest, "receipt.dsse.json": receipt})
+
+
+def test_resigning_without_an_edit_still_verifies(tmp_path: Path) -> None:
+    assert verify_kit(_resign(tmp_path, _files(), lambda s: None), TRUST).files == 15
+
+
+def test_a_model_subject_that_is_not_the_pin(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"][1]["digest"]["sha256"] = "0" * 64
+
+    with pytest.raises(
+        SubjectMismatchError, match="model subject is not the package's model pin"
+    ) as info:
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+    assert info.value.file == "package.yaml" and info.value.actual.endswith("0" * 64)
+
+
+def test_an_evidence_file_the_receipt_does_not_name(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"] = [
+            s for s in statement["subject"] if s["name"] != "evidence/run-b.jsonl"
+        ]
+
+    with pytest.raises(SubjectMismatchError, match="not the one the receipt signed") as info:
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+    assert (info.value.file, info.value.expected) == ("evidence/run-b.jsonl", "no subject")
+
+
+def test_a_subject_for_evidence_the_package_does_not_have(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"].append(
+            {"name": "evidence/ghost.jsonl", "digest": {"sha256": "1" * 64}}
+        )
+
+    with pytest.raises(SubjectMismatchError, match="evidence subject the package does not have"):
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+
+
+def test_a_pin_file_for_another_tree(tmp_path: Path) -> None:
+    files = _files()
+    pin = json.loads(files["model/pin.json"])
+    pin["tree_digest"] = "sha256:" + "2" * 64
+    files["model/pin.json"] = json.dumps(pin).encode()
+    with pytest.raises(SubjectMismatchError, match=r"pin\.json's tree_digest") as info:
+        verify_kit(_resign(tmp_path, files, lambda s: None), TRUST)
+    assert info.value.file == "model/pin.json"
+
+
+def test_a_receipt_naming_another_publisher_key(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["publisher_key_id"] = "f" * 64
+
+    with pytest.raises(SignatureError, match="names another publisher key"):
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+
+
+def test_a_kit_subject_for_another_package(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"][0]["name"] = "servekit-kit:other@1.0.0"
+
+    with pytest.raises(SubjectMismatchError, match="names another package"):
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+
+
+def test_a_fresh_build_verifies() -> None:
+    kit = build(PACKAGE_DIR, "publisher")
+    assert kit.archive == (ASSETS / "kit_valid.tar.gz").read_bytes()
