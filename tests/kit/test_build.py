@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from servekit.errors import ClaimRuleError, PackageError, SigningKeyError
 from servekit.kit.archive import KitFile, kit_mtime, write_archive
 from servekit.kit.build import build_kit, render_deploy
 from servekit.package import load_package
-from servekit.receipts.keys import load_public_key
+from servekit.receipts.keys import load_public_key, load_trust_store
+from servekit.verify.kit import verify_kit
 from tests.kit.helpers import EXAMPLES, KEYS, PACKAGE_DIR, ROOT, package_copy, private_key
 
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
@@ -160,6 +162,36 @@ def test_simulator_runs_are_marked(tmp_path: Path, key: Path) -> None:
     assert predicate["simulator"] is True
     assert all(f["simulator"] for f in predicate["figures"])
     assert "simulator" in files["README.md"].decode()
+
+
+def _two_nodes(pkg: Path) -> None:
+    """Make the copied fixture a 2-node, 4-GPU package whose evidence says so too."""
+    data = yaml.safe_load((pkg / "package.yaml").read_text())
+    data["hardware"]["target"] |= {"count": 4, "nodes": 2}
+    data["serve"]["args"] += ["--pipeline-parallel-size", "2"]
+    data["measurements"]["figures"] = [
+        f | {"measured_on": f["measured_on"] | {"hardware": "4x H200"}}
+        for f in data["measurements"]["figures"]
+        if "scope" not in f  # a per-GPU throughput would change with the GPU count
+    ]
+    (pkg / "package.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    for name in ("run-a", "run-b"):
+        path = pkg / "evidence" / f"{name}.jsonl"
+        header, rest = path.read_text().split("\n", 1)
+        path.write_text(json.dumps({**json.loads(header), "gpus": 4}) + "\n" + rest)
+
+
+def test_a_two_node_package_builds_a_leaderworkerset_kit_that_verifies(
+    tmp_path: Path, key: Path
+) -> None:
+    pkg = package_copy(tmp_path)
+    _two_nodes(pkg)
+    kit = build_kit(pkg, key)
+    names = {f.path for f in kit.files}
+    assert "deploy/k8s/leaderworkerset.yaml" in names and "deploy/k8s/deployment.yaml" not in names
+    (tmp_path / "kit.tar.gz").write_bytes(kit.archive)
+    result = verify_kit(tmp_path / "kit.tar.gz", load_trust_store(KEYS / "publisher.pub"))
+    assert result.package_id == "kit-fixture"
 
 
 def test_claim_rule_violation_refuses_the_build(tmp_path: Path, key: Path) -> None:

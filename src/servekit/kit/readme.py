@@ -6,6 +6,7 @@ from servekit.kit.command import HF_TOKEN, TOKEN_SECRET, image
 from servekit.package.models import Figure, Package, Provenance
 from servekit.package.rules import CheckReport, FigureResult
 from servekit.receipts.formats import PIN_FILE
+from servekit.receipts.statement import evidence_files
 
 
 def _figure_row(fig: Figure, result: FigureResult) -> str:
@@ -94,7 +95,7 @@ def _gated_note() -> str:
 
 
 def _verify(package: Package, key_id: str) -> list[str]:
-    pin = f"--kit KIT.tar.gz` (reads `{PIN_FILE}`)" if package.model.files else "--package DIR`"
+    pin = f" (it reads `{PIN_FILE}`)" if package.model.files else ""
     return [
         "## Verify",
         "",
@@ -104,8 +105,14 @@ def _verify(package: Package, key_id: str) -> list[str]:
         "",
         f"checks every file against `MANIFEST`, the signature of `receipt.dsse.json` (publisher key "
         f"id `{key_id}`) and that the receipt's subjects are this kit, the model pin and the "
-        f"evidence files. After the download, check the weights: `servekit verify weights DIR {pin}.",
+        "evidence files. After the download, check the weights: "
+        f"`servekit verify weights DIR --kit KIT.tar.gz`{pin}.",
     ]
+
+
+def _evidence_count(package: Package) -> str:
+    count = len(evidence_files(package))
+    return f"{count} raw evidence file{'' if count == 1 else 's'}" if count else "no raw evidence"
 
 
 def render_readme(package: Package, report: CheckReport, key_id: str) -> bytes:
@@ -113,14 +120,15 @@ def render_readme(package: Package, report: CheckReport, key_id: str) -> bytes:
     lines = [
         f"# {package.name}",
         "",
-        f"Kit for package `{package.id}` version {package.version} by {package.publisher} "
-        f"({package.status.value}; published {package.published or 'not yet'}).",
+        f"Kit for package `{package.id}` version {package.version} by {package.publisher}. "
+        f"Status: {package.status.value}"
+        + (f", published {package.published}." if package.published else "."),
         "",
         package.summary,
         "",
         f"It holds the serve configuration for `{model.repo}` on {target.label} "
-        f"({target.nodes} node{'s' if target.nodes > 1 else ''}), the evidence, licences and a "
-        "signed receipt. It holds no weight byte.",
+        f"({target.nodes} node{'s' if target.nodes > 1 else ''}), {_evidence_count(package)}, "
+        "the licences and a signed receipt. It holds no weight byte.",
         "",
         *_measured(package, report),
         "",
