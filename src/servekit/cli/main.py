@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from servekit import __version__, progress
-from servekit.cli import catalog, demo, keys, kit, model, package, verify
+from servekit.cli import bench, catalog, demo, keys, kit, model, package, sim, verify
 from servekit.cli.output import stderr
 from servekit.errors import Error
 
@@ -30,6 +30,8 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(kit.app, name="kit")
 app.add_typer(verify.app, name="verify")
 app.add_typer(model.app, name="model")
+app.add_typer(bench.app, name="bench")
+app.add_typer(sim.app, name="sim")
 app.command("demo")(demo.demo)
 
 _state = {"verbose": False}

@@ -45,6 +45,13 @@ class RunHeader(BaseModel):
     started_at: str = Field(description="ISO 8601 wall-clock time at monotonic zero.")
     ended_at: str
     usage_source: Literal["server", "client", "mixed"] = "server"
+    fixed_length: bool | None = Field(
+        default=None, description="Whether the server accepted ignore_eos/min_tokens."
+    )
+    request_rate: float | None = Field(
+        default=None, description="Poisson arrival rate (requests/s); null: closed loop."
+    )
+    tokenizer: str | None = Field(default=None, description="What sized the prompts.")
     imported_from: str | None = None
     missing_fields: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -60,6 +67,9 @@ class RequestRecord(BaseModel):
     run: str
     concurrency: int = Field(ge=1)
     warmup: bool = False
+    t_start: float | None = Field(
+        default=None, description="When the client began the request (t_send: last byte sent)."
+    )
     t_send: float
     t_first_event: float | None = None
     t_first_content: float | None = None
@@ -68,6 +78,8 @@ class RequestRecord(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     requested_output_tokens: int | None = None
+    requested_prompt_tokens: int | None = None
+    usage_source: Literal["server", "client"] | None = None
     http_status: int | None = None
     error: str | None = None
 

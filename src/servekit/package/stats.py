@@ -91,6 +91,15 @@ def statistic(samples: Sequence[float], stat: Statistic) -> float:
             raise ValueError("'value' applies to throughputs only")
 
 
+def request_metrics(r: RequestRecord) -> tuple[float, float | None, float]:
+    """(TTFT, TPOT or None with fewer than two tokens, E2EL) of one successful request, in ms."""
+    assert r.t_first_content is not None and r.t_end is not None  # guaranteed by r.ok
+    first = (r.t_first_content - r.t_send) * 1000.0
+    total = (r.t_end - r.t_send) * 1000.0
+    tokens = r.completion_tokens or 0
+    return first, ((total - first) / (tokens - 1) if tokens > 1 else None), total
+
+
 def summarize(records: Sequence[RequestRecord], concurrency: int) -> GroupSummary:
     """Summarize the measured (non-warmup) records of one concurrency."""
     measured = [r for r in records if r.concurrency == concurrency and not r.warmup]
@@ -100,14 +109,11 @@ def summarize(records: Sequence[RequestRecord], concurrency: int) -> GroupSummar
     itl: list[float] = []
     e2el: list[float] = []
     for r in ok:
-        assert r.t_first_content is not None and r.t_end is not None  # guaranteed by r.ok
-        first = (r.t_first_content - r.t_send) * 1000.0
-        total = (r.t_end - r.t_send) * 1000.0
+        first, per_token, total = request_metrics(r)
         ttft.append(first)
         e2el.append(total)
-        tokens = r.completion_tokens or 0
-        if tokens > 1:
-            tpot.append((total - first) / (tokens - 1))
+        if per_token is not None:
+            tpot.append(per_token)
         itl.extend((b - a) * 1000.0 for a, b in zip(r.t_content, r.t_content[1:], strict=False))
     ends = [r.t_end for r in measured if r.t_end is not None]
     duration = (max(ends) - min(r.t_send for r in measured)) if ends else 0.0

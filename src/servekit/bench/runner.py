@@ -1,0 +1,327 @@
+"""``servekit bench run``: measure a grid of concurrencies, write one evidence file per run.
+
+Steps of one invocation:
+  1. build the prompt factory (seeded word pool, or the model's tokenizer);
+  2. per run, open one HTTP client; on the first run, probe the endpoint (version,
+     fixed-length support, prompt calibration: :mod:`servekit.bench.probe`);
+  3. per concurrency: encode every request body before the clock matters, run the
+     warmups (closed loop), then the measured requests (closed loop, or Poisson
+     arrivals capped at the concurrency);
+  4. write ``OUT/run-N.jsonl``: the run header, then one record per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import gc
+import random
+import socket
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from servekit import __version__
+from servekit.bench.client import (
+    BenchClient,
+    RequestSpec,
+    Trace,
+    body_for,
+    encode,
+    make_http_client,
+)
+from servekit.bench.loop import LoopKind, resolve, run
+from servekit.bench.probe import EndpointInfo, probe_endpoint
+from servekit.bench.prompts import PromptFactory, count_completion
+from servekit.errors import BenchError
+from servekit.package.evidence import RequestRecord, RunHeader, dump_evidence
+from servekit.package.models import Api
+from servekit.progress import Tracker
+
+
+class RunConfig(BaseModel):
+    """Everything ``servekit bench run`` was asked to do."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str
+    model: str
+    api: Api = Api.COMPLETIONS
+    prompt_min: int = Field(ge=1)
+    prompt_max: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    concurrencies: tuple[int, ...] = Field(min_length=1)
+    requests: int = Field(ge=1)
+    warmup: int = Field(default=0, ge=0)
+    seed: int = 0
+    runs: int = Field(default=1, ge=1)
+    gpus: int = Field(default=1, ge=1)
+    request_rate: float | None = Field(default=None, gt=0)
+    out: Path
+    timeout_s: float = Field(default=600.0, gt=0)
+    tokenizer: Path | None = None
+    simulator: bool = False
+    loop: LoopKind = LoopKind.AUTO
+    force: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> RunConfig:
+        if self.prompt_min > self.prompt_max:
+            raise ValueError(
+                f"input tokens MIN ({self.prompt_min}) is above MAX ({self.prompt_max})"
+            )
+        if any(c < 1 for c in self.concurrencies):
+            raise ValueError("every concurrency must be at least 1")
+        return self
+
+    @property
+    def total_requests(self) -> int:
+        return len(self.concurrencies) * (self.requests + self.warmup) * self.runs
+
+    def run_file(self, number: int) -> Path:
+        return self.out / f"run-{number}.jsonl"
+
+
+def run_benchmark(
+    config: RunConfig, tracker: Tracker, transport: httpx.AsyncBaseTransport | None = None
+) -> list[Path]:
+    """Run the whole grid ``config.runs`` times; returns the evidence files written."""
+    targets = [config.run_file(n) for n in range(1, config.runs + 1)]
+    existing = [str(p) for p in targets if p.exists()]
+    if existing and not config.force:
+        raise BenchError(
+            f"evidence already exists: {', '.join(existing)}",
+            hint="choose another --out, or pass --force to overwrite",
+        )
+    config.out.mkdir(parents=True, exist_ok=True)
+    factory = PromptFactory(config.seed, config.tokenizer)
+    return run(_all_runs(config, factory, tracker, transport), config.loop)
+
+
+async def _all_runs(
+    config: RunConfig,
+    factory: PromptFactory,
+    tracker: Tracker,
+    transport: httpx.AsyncBaseTransport | None,
+) -> list[Path]:
+    info: EndpointInfo | None = None
+    written = []
+    for number in range(1, config.runs + 1):
+        http = make_http_client(
+            config.endpoint,
+            concurrency=max(config.concurrencies),
+            timeout_s=config.timeout_s,
+            transport=transport,
+        )
+        async with http:
+            client = BenchClient(http, config.api)
+            if info is None:
+                info = await probe_endpoint(client, config.model, factory)
+            text = await _one_run(config, number, client, factory, info, tracker)
+        path = config.run_file(number)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+async def _one_run(
+    config: RunConfig,
+    number: int,
+    client: BenchClient,
+    factory: PromptFactory,
+    info: EndpointInfo,
+    tracker: Tracker,
+) -> str:
+    run_id = f"run-{number}"
+    t0, started = time.perf_counter(), dt.datetime.now(dt.UTC)
+    traces: list[Trace] = []
+    for concurrency in config.concurrencies:
+        specs = build_specs(config, factory, info, number, concurrency)
+        traces += await _measure_group(config, client, specs, concurrency, t0, tracker)
+    ended = started + dt.timedelta(seconds=time.perf_counter() - t0)
+    records = [to_record(t, run_id, factory) for t in traces]
+    header = _header(config, run_id, info, factory, records, (started, ended))
+    return dump_evidence(header, records)
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def build_specs(
+    config: RunConfig, factory: PromptFactory, info: EndpointInfo, run_no: int, concurrency: int
+) -> list[RequestSpec]:
+    """Warmups then measured requests of one group, bodies encoded in advance.
+
+    Prompt lengths depend on the seed, concurrency and index only (so runs are
+    comparable); the text also depends on the run (so no run hits another's cache).
+    """
+    specs = []
+    for kind, count in (("w", config.warmup), ("m", config.requests)):
+        for i in range(count):
+            key = f"c{concurrency}-{kind}{i:04d}"
+            target = random.Random(f"{config.seed}:{key}").randint(
+                config.prompt_min, config.prompt_max
+            )
+            prompt = factory.prompt(f"r{run_no}-{key}", info.fit.units_for(target))
+            body = body_for(
+                config.api,
+                config.model,
+                prompt,
+                config.output_tokens,
+                fixed_length=info.fixed_length,
+            )
+            specs.append(
+                RequestSpec(
+                    f"r{run_no}-{key}",
+                    concurrency,
+                    kind == "w",
+                    encode(body),
+                    target,
+                    config.output_tokens,
+                )
+            )
+    return specs
+
+
+async def _measure_group(
+    config: RunConfig,
+    client: BenchClient,
+    specs: Sequence[RequestSpec],
+    concurrency: int,
+    t0: float,
+    tracker: Tracker,
+) -> list[Trace]:
+    warm = [s for s in specs if s.warmup]
+    measured = [s for s in specs if not s.warmup]
+    gc.collect()
+    gc.freeze()  # keep the collector away from the long-lived bodies while measuring
+    try:
+        traces = await closed_loop(client, warm, concurrency, t0, tracker)
+        if config.request_rate is None:
+            traces += await closed_loop(client, measured, concurrency, t0, tracker)
+        else:
+            rng = random.Random(f"{config.seed}:arrivals:c{concurrency}")
+            traces += await poisson(
+                client, measured, concurrency, config.request_rate, rng, t0, tracker
+            )
+    finally:
+        gc.unfreeze()
+    return traces
+
+
+async def closed_loop(
+    client: BenchClient, specs: Sequence[RequestSpec], concurrency: int, t0: float, tracker: Tracker
+) -> list[Trace]:
+    """``concurrency`` workers, each sending its next request as soon as one ends."""
+    pending = iter(specs)
+    traces: list[Trace] = []
+
+    async def worker() -> None:
+        for spec in pending:
+            traces.append(await client.send(spec, t0))
+            tracker.advance(1)
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(specs)))))
+    return traces
+
+
+async def poisson(
+    client: BenchClient,
+    specs: Sequence[RequestSpec],
+    concurrency: int,
+    rate: float,
+    rng: random.Random,
+    t0: float,
+    tracker: Tracker,
+) -> list[Trace]:
+    """Poisson arrivals at ``rate`` per second, at most ``concurrency`` in flight."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(spec: RequestSpec) -> Trace:
+        async with gate:
+            trace = await client.send(spec, t0)
+        tracker.advance(1)
+        return trace
+
+    tasks = []
+    due = time.perf_counter()
+    for spec in specs:
+        due += rng.expovariate(rate)
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        tasks.append(asyncio.create_task(one(spec)))
+    return list(await asyncio.gather(*tasks))
+
+
+# --- records ---------------------------------------------------------------------------
+
+
+def to_record(trace: Trace, run_id: str, factory: PromptFactory) -> RequestRecord:
+    """The evidence record of a trace: server usage when valid, else the client's counts."""
+    state, spec = trace.state, trace.spec
+    usage = state.usage if trace.error is None else None
+    if usage is not None:
+        prompt, completion, source = usage["prompt_tokens"], usage["completion_tokens"], "server"
+    else:
+        prompt, completion, source = (
+            spec.prompt_tokens,
+            count_completion(state.pieces, factory),
+            "client",
+        )
+    return RequestRecord(
+        id=spec.id,
+        run=run_id,
+        concurrency=spec.concurrency,
+        warmup=spec.warmup,
+        t_start=trace.t_start,
+        t_send=trace.t_send,
+        t_first_event=state.t_first_event,
+        t_first_content=state.t_first_content,
+        t_content=tuple(state.t_content),
+        t_end=trace.t_end,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        requested_output_tokens=spec.output_tokens,
+        requested_prompt_tokens=spec.prompt_tokens,
+        usage_source=source,
+        http_status=trace.status,
+        error=trace.error,
+    )
+
+
+def _header(
+    config: RunConfig,
+    run_id: str,
+    info: EndpointInfo,
+    factory: PromptFactory,
+    records: Sequence[RequestRecord],
+    window: tuple[dt.datetime, dt.datetime],
+) -> RunHeader:
+    sources = {r.usage_source for r in records if r.ok}
+    usage = "mixed" if len(sources) > 1 else ("client" if sources == {"client"} else "server")
+    notes = [*info.notes, f"client event loop: {resolve(config.loop).value}"]
+    if config.request_rate is not None:
+        notes.append(
+            f"Poisson arrivals at {config.request_rate:g} requests/s, capped at the concurrency"
+        )
+    return RunHeader(
+        run=run_id,
+        endpoint=config.endpoint,
+        model=config.model,
+        api="chat" if config.api is Api.CHAT else "completions",
+        engine_version=info.engine_version,
+        servekit_version=__version__,
+        simulator=info.simulator or config.simulator,
+        seed=config.seed,
+        host=socket.gethostname(),
+        gpus=config.gpus,
+        started_at=window[0].isoformat(),
+        ended_at=window[1].isoformat(),
+        usage_source=usage,
+        fixed_length=info.fixed_length,
+        request_rate=config.request_rate,
+        tokenizer=f"{factory.unit_name}; {info.fit.source}",
+        notes=tuple(notes),
+    )

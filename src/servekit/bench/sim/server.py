@@ -1,0 +1,360 @@
+"""The simulator's HTTP/1.1 server, on raw asyncio protocols for speed.
+
+A small keep-alive HTTP/1.1 implementation: request bodies by ``Content-Length``,
+responses either with ``Content-Length`` or chunked server-sent events. Routes:
+``/v1/completions``, ``/v1/chat/completions``, ``/v1/models``, ``/tokenize``,
+``/version``, ``/metrics`` and ``/health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, cast
+
+from servekit import __version__
+from servekit.bench.sim.config import ENGINE_NAME, Fault, SimConfig
+from servekit.bench.sim.engine import Engine, GenRequest, Stream
+
+_MAX_HEAD = 64 * 1024
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
+_REASONS |= {411: "Length Required", 422: "Unprocessable Entity", 431: "Too Large"}
+_REASONS |= {500: "Internal Server Error"}
+CHAT_TOKENS_PER_MESSAGE = 4
+CHAT_TOKENS_PER_PROMPT = 3
+
+
+def version_info() -> dict[str, object]:
+    """What ``/version`` answers: it names the simulator so results are labelled."""
+    return {"version": f"{ENGINE_NAME} {__version__}", "engine": ENGINE_NAME, "simulator": True}
+
+
+def count_prompt_tokens(body: dict[str, Any]) -> int:
+    """The simulator's tokenizer: whitespace-separated words (chat adds template tokens)."""
+    if "messages" in body:
+        messages = body["messages"]
+        words = sum(len(str(m.get("content", "")).split()) for m in messages)
+        return words + CHAT_TOKENS_PER_MESSAGE * len(messages) + CHAT_TOKENS_PER_PROMPT
+    prompt = body.get("prompt", "")
+    return len(prompt.split()) if isinstance(prompt, str) else len(prompt)
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, app: _App) -> None:
+        self.app = app
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.head: tuple[str, str, dict[str, str]] | None = None
+        self.need = 0
+        self.busy = False
+        self.close_after = False
+        self.stream: Stream | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.stream is not None:
+            self.stream.abort()
+            self.stream = None
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        self._process()
+
+    def _process(self) -> None:
+        while not self.busy and self.transport is not None:
+            if self.head is None and not self._parse_head():
+                return
+            if len(self.buf) < self.need:
+                return
+            assert self.head is not None
+            method, path, headers = self.head
+            body = bytes(self.buf[: self.need])
+            del self.buf[: self.need]
+            self.head, self.need = None, 0
+            self.close_after = headers.get("connection", "").lower() == "close"
+            self.busy = True
+            self.app.dispatch(self, _Request(method, path, headers, body))
+
+    def _parse_head(self) -> bool:
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buf) > _MAX_HEAD:
+                self.respond_json(431, {"error": "request head too large"}, close=True)
+            return False
+        lines = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
+        del self.buf[: end + 4]
+        method, path, _ = [*lines[0].split(" ", 2), "", ""][:3]
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            self.respond_json(411, {"error": "send a Content-Length body"}, close=True)
+            return False
+        self.head = (method, path.split("?", 1)[0], headers)
+        self.need = int(headers.get("content-length", "0") or 0)
+        return True
+
+    # --- the Sink protocol (used by streams) and plain responses --------------------
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None:
+            self.transport.write(data)
+
+    def finish(self, *, close: bool = False) -> None:
+        self.stream = None
+        self.busy = False
+        if self.transport is None:
+            return
+        if close or self.close_after:
+            self.transport.close()
+            return
+        self._process()
+
+    def respond(self, status: int, content_type: str, body: bytes, *, close: bool = False) -> None:
+        head = (
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+            f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.write(head.encode() + body)
+        self.finish(close=close)
+
+    def respond_json(self, status: int, obj: object, *, close: bool = False) -> None:
+        self.respond(status, "application/json", json.dumps(obj).encode(), close=close)
+
+    def start_stream(self, stream: Stream) -> None:
+        self.stream = stream
+        self.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        stream.start()
+
+
+class _App:
+    """Routes requests to handlers; owns the engine."""
+
+    def __init__(self, config: SimConfig, loop: asyncio.AbstractEventLoop) -> None:
+        self.config = config
+        self.engine = Engine(config, loop)
+        self.created = int(time.time())
+        self.routes: dict[tuple[str, str], Callable[[_Connection, _Request], None]] = {
+            ("GET", "/v1/models"): self._models,
+            ("GET", "/version"): self._version,
+            ("GET", "/health"): self._health,
+            ("GET", "/metrics"): self._metrics,
+            ("POST", "/tokenize"): self._tokenize,
+            ("POST", "/v1/completions"): self._generate,
+            ("POST", "/v1/chat/completions"): self._generate,
+        }
+
+    def dispatch(self, conn: _Connection, request: _Request) -> None:
+        handler = self.routes.get((request.method, request.path))
+        if handler is None:
+            known = any(path == request.path for _, path in self.routes)
+            status = 405 if known else 404
+            conn.respond_json(status, _error(f"{request.method} {request.path} is not served"))
+            return
+        try:
+            handler(conn, request)
+        except _HttpError as exc:
+            conn.respond_json(exc.status, _error(str(exc)))
+
+    def _models(self, conn: _Connection, request: _Request) -> None:
+        model = {"id": self.config.model, "object": "model", "created": self.created}
+        model |= {"owned_by": ENGINE_NAME, "root": self.config.model}
+        model["max_model_len"] = self.config.max_model_len
+        conn.respond_json(200, {"object": "list", "data": [model]})
+
+    def _version(self, conn: _Connection, request: _Request) -> None:
+        conn.respond_json(200, version_info())
+
+    def _health(self, conn: _Connection, request: _Request) -> None:
+        conn.respond(200, "text/plain", b"")
+
+    def _metrics(self, conn: _Connection, request: _Request) -> None:
+        conn.respond(200, "text/plain; version=0.0.4", prometheus_text(self.engine).encode())
+
+    def _tokenize(self, conn: _Connection, request: _Request) -> None:
+        body = _json_body(request)
+        if "messages" in body:
+            words = " ".join(str(m.get("content", "")) for m in body["messages"]).split()
+        else:
+            words = str(body.get("prompt", "")).split()
+        tokens = [zlib.crc32(w.encode()) % 32000 for w in words]
+        count = count_prompt_tokens(body)
+        tokens.extend([1] * (count - len(tokens)))
+        out = {"count": count, "max_model_len": self.config.max_model_len, "tokens": tokens}
+        conn.respond_json(200, out)
+
+    def _generate(self, conn: _Connection, request: _Request) -> None:
+        body = _json_body(request)
+        gen = self._gen_request(request, body)
+        if gen.fault is Fault.HTTP_500:
+            conn.respond_json(500, _error("simulated internal server error"))
+            return
+        conn.start_stream(Stream(self.engine, conn, gen, self.created))
+
+    def _gen_request(self, request: _Request, body: dict[str, Any]) -> GenRequest:
+        chat = request.path.endswith("/chat/completions")
+        self._validate(body, chat)
+        prompt_tokens = count_prompt_tokens(body)
+        output = _output_tokens(self.config, body)
+        if prompt_tokens + output > self.config.max_model_len:
+            raise _HttpError(
+                400, f"{prompt_tokens} prompt + {output} output tokens exceed max_model_len"
+            )
+        options = body.get("stream_options") or {}
+        index = self.engine.counters.requests + 1
+        return GenRequest(
+            index=index,
+            chat=chat,
+            model=self.config.model,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output,
+            include_usage=bool(options.get("include_usage")),
+            fault=self._fault(index, body),
+        )
+
+    def _validate(self, body: dict[str, Any], chat: bool) -> None:
+        if body.get("model") != self.config.model:
+            raise _HttpError(404, f"The model `{body.get('model')}` does not exist.")
+        if body.get("stream") is not True:
+            raise _HttpError(400, "the simulator serves streaming requests only (stream: true)")
+        if chat and not isinstance(body.get("messages"), list):
+            raise _HttpError(400, "messages must be a list")
+        if not chat and not isinstance(body.get("prompt"), str):
+            raise _HttpError(400, "prompt must be a string")
+        if self.config.reject_ignore_eos and ("ignore_eos" in body or "min_tokens" in body):
+            raise _HttpError(422, "Extra inputs are not permitted: ignore_eos, min_tokens")
+
+    def _fault(self, index: int, body: dict[str, Any]) -> Fault | None:
+        config = self.config
+        if config.fault is None:
+            return None
+        if config.fault_match is not None:
+            return config.fault if config.fault_match in json.dumps(body) else None
+        return config.fault if index % config.fault_every == 0 else None
+
+
+def _output_tokens(config: SimConfig, body: dict[str, Any]) -> int:
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+    if max_tokens < 1:
+        raise _HttpError(400, "max_tokens must be at least 1")
+    min_tokens = int(body.get("min_tokens") or 0)
+    if body.get("ignore_eos") or config.natural_length == 0:
+        return max_tokens
+    return min(max_tokens, max(config.natural_length, min_tokens))
+
+
+def _json_body(request: _Request) -> dict[str, Any]:
+    try:
+        body = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _HttpError(400, f"body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise _HttpError(400, "body must be a JSON object")
+    return body
+
+
+def _error(message: str) -> dict[str, object]:
+    return {"error": {"message": message, "type": "BadRequestError", "code": 400}}
+
+
+def prometheus_text(engine: Engine) -> str:
+    c = engine.counters
+    rows = [
+        ("requests_total", "counter", "Generation requests received.", c.requests),
+        ("requests_running", "gauge", "Requests admitted and generating.", engine.running),
+        ("requests_waiting", "gauge", "Requests queued behind the limit.", len(engine.waiting)),
+        ("prompt_tokens_total", "counter", "Prompt tokens received.", c.prompt_tokens),
+        ("generation_tokens_total", "counter", "Tokens streamed.", c.generation_tokens),
+        ("faults_injected_total", "counter", "Requests given a simulated fault.", c.faults),
+    ]
+    out = []
+    for name, kind, help_text, value in rows:
+        metric = f"servekit_sim_{name}"
+        out += [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}", f"{metric} {value}"]
+    return "\n".join(out) + "\n"
+
+
+class SimServer:
+    """A running simulator bound to a host and port."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.server: asyncio.Server | None = None
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Listen; returns the bound port (``port=0`` picks a free one)."""
+        loop = asyncio.get_running_loop()
+        app = _App(self.config, loop)
+        self.server = await loop.create_server(lambda: _Connection(app), host, port, backlog=4096)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+async def serve_forever(
+    config: SimConfig, host: str, port: int, on_ready: Callable[[int], None] | None = None
+) -> None:
+    """Serve until cancelled; ``on_ready`` receives the bound port."""
+    server = SimServer(config)
+    bound = await server.start(host, port)
+    if on_ready is not None:
+        on_ready(bound)
+    assert server.server is not None
+    async with server.server:
+        await server.server.serve_forever()
+
+
+@contextmanager
+def running_in_thread(config: SimConfig, host: str = "127.0.0.1") -> Iterator[str]:
+    """Run a simulator on its own thread and event loop; yields its base URL."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    bound: list[int] = []
+    server = SimServer(config)
+
+    def _run() -> None:
+        asyncio.set_event_loop(loop)
+        bound.append(loop.run_until_complete(server.start(host, 0)))
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=_run, name="servekit-sim", daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield f"http://{host}:{bound[0]}"
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

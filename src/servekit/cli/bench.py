@@ -1,0 +1,182 @@
+"""``servekit bench``: measure an endpoint, summarize evidence, import other harnesses' files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+from rich.table import Table
+
+from servekit.bench.importers import import_vllm
+from servekit.bench.loop import LoopKind
+from servekit.bench.runner import RunConfig, run_benchmark
+from servekit.bench.summary import SummaryReport, parse_slos, summarize_path
+from servekit.cli.output import print_json, stderr, stdout
+from servekit.errors import UsageError
+from servekit.package.evidence import dump_evidence
+from servekit.package.models import Api
+from servekit.progress import track_count
+
+app = typer.Typer(
+    help="Benchmark an OpenAI-compatible endpoint into raw evidence, and summarize it.",
+    no_args_is_help=True,
+)
+import_app = typer.Typer(
+    help="Convert another harness's result file into servekit evidence.", no_args_is_help=True
+)
+app.add_typer(import_app, name="import")
+
+
+def _token_range(text: str) -> tuple[int, int]:
+    low, sep, high = text.partition(":")
+    try:
+        return int(low), int(high if sep else low)
+    except ValueError as exc:
+        raise UsageError(f"--input-tokens '{text}' is not MIN:MAX", hint="e.g. 1000:1200") from exc
+
+
+def _concurrencies(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise UsageError(f"--concurrency '{text}' is not a comma-separated list") from exc
+
+
+def _fmt(value: object, digits: int = 1) -> str:
+    return (
+        f"{value:.{digits}f}"
+        if isinstance(value, float)
+        else ("-" if value is None else str(value))
+    )
+
+
+def render_summary(report: SummaryReport) -> None:
+    simulator = any(g.simulator for g in report.groups)
+    title = "benchmark summary" + (" — SIMULATOR results, not a real engine" if simulator else "")
+    table = Table(title=title, title_justify="left")
+    columns: tuple[str, ...] = ("run", "conc", "ok", "fail", "dur s", "req/s", "out tok/s", "/GPU")
+    columns += ("TTFT p50", "TTFT p99", "TPOT p50", "ITL p50", "E2EL p50", "E2EL p99", "flags")
+    for column in columns:
+        table.add_column(column)
+    for g in report.groups:
+        m = g.metrics()
+        row = [g.run, str(g.concurrency), _fmt(m["completed"]), _fmt(m["failed"])]
+        row += [_fmt(m["duration"], 2), _fmt(m["request_throughput"], 2)]
+        row += [_fmt(m["output_throughput"]), _fmt(m["output_throughput_per_gpu"])]
+        keys = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "median_itl_ms")
+        row += [_fmt(m[k], 2) for k in (*keys, "median_e2el_ms", "p99_e2el_ms")]
+        row.append(escape(", ".join(g.flags)))
+        table.add_row(*row)
+    stdout.print(table)
+    stdout.print("times in ms; percentiles: numpy linear (as vLLM bench serve)")
+    for a in report.agreements:
+        worst = max(a.max_difference_pct.items(), key=lambda kv: kv[1], default=("-", 0.0))
+        verdict = "[green]agree[/]" if a.agree else "[red]DISAGREE[/]"
+        stdout.print(
+            f"concurrency {a.concurrency}: runs {', '.join(a.runs)} {verdict} within "
+            f"{a.tolerance_pct:g} % (largest: {worst[0]} {worst[1]:.2f} %)"
+        )
+
+
+@app.command("run")
+def run_command(
+    endpoint: str = typer.Option(..., help="Base URL, e.g. http://127.0.0.1:8000"),
+    model: str = typer.Option(..., help="Model name the server serves."),
+    api: Api = typer.Option(Api.COMPLETIONS, help="completions or chat."),
+    input_tokens: str = typer.Option(..., help="Prompt length range MIN:MAX (server tokens)."),
+    output_tokens: int = typer.Option(..., help="Output tokens per request."),
+    concurrency: str = typer.Option("1", help="Comma-separated concurrencies, e.g. 1,8,64."),
+    requests: int = typer.Option(..., help="Measured requests per concurrency per run."),
+    warmup: int = typer.Option(0, help="Warmup requests per concurrency (own prompts, excluded)."),
+    seed: int = typer.Option(0, help="Seed of prompts, lengths and arrivals."),
+    runs: int = typer.Option(1, help="Repeat the grid; one evidence file per run."),
+    gpus: int = typer.Option(1, help="GPUs behind the endpoint (for per-GPU throughput)."),
+    request_rate: float | None = typer.Option(
+        None, help="Poisson arrivals per second (default: closed loop)."
+    ),
+    out: Path = typer.Option(..., help="Directory for run-1.jsonl, run-2.jsonl, ..."),
+    timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
+    tokenizer: Path | None = typer.Option(
+        None, help="tokenizer.json (or its directory) to size prompts; needs `tokenizers`."
+    ),
+    simulator: bool = typer.Option(False, help="Label the results as simulator results."),
+    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
+    force: bool = typer.Option(False, help="Overwrite existing run files."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Measure each concurrency (warmups, then measured requests) and write the raw
+    per-request evidence that `servekit package check` recomputes figures from."""
+    low, high = _token_range(input_tokens)
+    try:
+        config = RunConfig(
+            endpoint=endpoint,
+            model=model,
+            api=api,
+            prompt_min=low,
+            prompt_max=high,
+            output_tokens=output_tokens,
+            concurrencies=_concurrencies(concurrency),
+            requests=requests,
+            warmup=warmup,
+            seed=seed,
+            runs=runs,
+            gpus=gpus,
+            request_rate=request_rate,
+            out=out,
+            timeout_s=timeout,
+            tokenizer=tokenizer,
+            simulator=simulator,
+            loop=loop,
+            force=force,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(str(e["msg"]) for e in exc.errors())
+        raise UsageError(f"invalid options: {problems}") from exc
+    with track_count("requests", config.total_requests) as tracker:
+        files = run_benchmark(config, tracker)
+    stderr.print(f"wrote {', '.join(str(f) for f in files)}")
+    _show(summarize_path(out), as_json)
+
+
+def _show(report: SummaryReport, as_json: bool) -> None:
+    if as_json:
+        print_json(report.as_json())
+    else:
+        render_summary(report)
+
+
+@app.command("summary")
+def summary_command(
+    path: Path = typer.Argument(..., help="An evidence file, or a directory of them."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per (run, concurrency)."),
+    tolerance: float = typer.Option(2.0, help="Repeated runs must agree within this percent."),
+    goodput: str | None = typer.Option(
+        None, help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
+    ),
+) -> None:
+    """Recompute every metric per run and concurrency from raw evidence, with vLLM
+    bench serve's key names, and check that repeated runs agree."""
+    _show(summarize_path(path, tolerance_pct=tolerance, slos=parse_slos(goodput)), as_json)
+
+
+@import_app.command("vllm")
+def import_vllm_command(
+    result: Path = typer.Argument(..., help="vllm bench serve --save-result --save-detailed JSON."),
+    out: Path = typer.Option(..., "--out", "-o", help="Evidence file to write (.jsonl)."),
+    run: str = typer.Option("vllm-1", help="Run id for the records."),
+    gpus: int = typer.Option(1, help="GPUs behind the endpoint that was measured."),
+    concurrency: int | None = typer.Option(
+        None, help="Concurrency label (default: the result's max_concurrency)."
+    ),
+) -> None:
+    """Convert a vLLM bench serve detailed result into servekit's raw evidence, and say
+    which fields that format lacks."""
+    imported = import_vllm(result, run=run, gpus=gpus, concurrency=concurrency)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump_evidence(imported.header, imported.records), encoding="utf-8")
+    stderr.print(f"wrote {out}: {len(imported.records)} requests")
+    stderr.print("[yellow]the vLLM result format lacks:[/]")
+    for missing in imported.header.missing_fields:
+        stderr.print(f"  - {escape(missing)}")

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import httpx
+
+Sim = Callable[..., AbstractContextManager[str]]
+
+
+def test_info_endpoints(sim: Sim) -> None:
+    with sim(model="tiny", max_model_len=4096) as url:
+        version = httpx.get(f"{url}/version").json()
+        models = httpx.get(f"{url}/v1/models").json()
+        tokens = httpx.post(f"{url}/tokenize", json={"model": "tiny", "prompt": "a b c"}).json()
+        chat = httpx.post(
+            f"{url}/tokenize",
+            json={"model": "tiny", "messages": [{"role": "user", "content": "a b"}]},
+        ).json()
+        missing = httpx.get(f"{url}/nope")
+    assert version["simulator"] is True and version["engine"] == "servekit-sim"
+    assert models["data"][0]["id"] == "tiny" and models["data"][0]["max_model_len"] == 4096
+    assert tokens["count"] == 3 and len(tokens["tokens"]) == 3
+    assert chat["count"] == 2 + 4 + 3  # words + per-message + per-prompt template tokens
+    assert missing.status_code == 404
+
+
+def _stream(url: str, body: dict[str, object], path: str = "/v1/completions") -> httpx.Response:
+    base = {"model": "servekit-sim", "prompt": "hello there", "max_tokens": 3, "stream": True}
+    return httpx.post(f"{url}{path}", json={**base, **body})
+
+
+def test_streams_tokens_usage_and_done(sim: Sim) -> None:
+    with sim() as url:
+        response = _stream(url, {"stream_options": {"include_usage": True}})
+        metrics = httpx.get(f"{url}/metrics").text
+    lines = [line for line in response.text.split("\n") if line.startswith("data:")]
+    assert response.headers["content-type"] == "text/event-stream"
+    assert len(lines) == 3 + 1 + 1 + 1  # tokens, finish, usage, [DONE]
+    assert '"completion_tokens": 3' in lines[-2] and lines[-1] == "data: [DONE]"
+    assert "servekit_sim_requests_total 1" in metrics
+    assert "servekit_sim_generation_tokens_total 3" in metrics
+
+
+def test_rejections(sim: Sim) -> None:
+    with sim(reject_ignore_eos=True, max_model_len=10) as url:
+        quirk = _stream(url, {"ignore_eos": True})
+        too_long = _stream(url, {"max_tokens": 20})
+        wrong_model = _stream(url, {"model": "other"})
+        not_streaming = _stream(url, {"stream": False})
+    assert quirk.status_code == 422
+    assert too_long.status_code == 400 and "max_model_len" in too_long.text
+    assert wrong_model.status_code == 404
+    assert not_streaming.status_code == 400
+
+
+def test_natural_length_applies_without_ignore_eos(sim: Sim) -> None:
+    with sim(natural_length=2) as url:
+        free = _stream(url, {"max_tokens": 5})
+        fixed = _stream(url, {"max_tokens": 5, "ignore_eos": True})
+    assert free.text.count('"text":" ') == 2
+    assert fixed.text.count('"text":" ') == 5
+
+
+def test_keep_alive_serves_several_requests_per_connection(sim: Sim) -> None:
+    with sim() as url, httpx.Client() as client:
+        for _ in range(3):
+            assert (
+                client.post(
+                    f"{url}/v1/completions",
+                    json={"model": "servekit-sim", "prompt": "x", "max_tokens": 2, "stream": True},
+                ).status_code
+                == 200
+            )
+        metrics = client.get(f"{url}/metrics").text
+    assert "servekit_sim_requests_total 3" in metrics
