@@ -1,0 +1,111 @@
+"""The acceptance test: the CLI against a real `servekit sim serve` process."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TTFT_MS, ITL_MS = 120.0, 15.0
+
+
+def servekit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "servekit.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[str]:
+    args = ["sim", "serve", "--port", "0", "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servekit.cli.main", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert match, line
+    try:
+        yield f"http://127.0.0.1:{match.group(1)}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_acceptance_24_measured_requests_and_medians(
+    simulator: str, tmp_path: Path, api: str
+) -> None:
+    out = tmp_path / api
+    run = servekit(
+        "bench", "run", "--endpoint", simulator, "--model", "servekit-sim", "--api", api,
+        "--input-tokens", "200:400", "--output-tokens", "32", "--concurrency", "4",
+        "--requests", "24", "--warmup", "4", "--seed", "1", "--out", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = (out / "run-1.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    assert len([r for r in records if not r["warmup"]]) == 24
+    assert len([r for r in records if r["warmup"]]) == 4
+    assert json.loads(lines[0])["simulator"] is True
+
+    summary = servekit("bench", "summary", str(out), "--json")
+    assert summary.returncode == 0, summary.stderr
+    (row,) = json.loads(summary.stdout)
+    assert row["completed"] == 24 and row["failed"] == 0 and row["simulator"] is True
+    assert row["median_ttft_ms"] == pytest.approx(TTFT_MS, rel=0.02)
+    assert row["median_tpot_ms"] == pytest.approx(ITL_MS, rel=0.02)
+
+
+def test_summary_table_labels_simulator_results(simulator: str, tmp_path: Path) -> None:
+    out = tmp_path / "small"
+    run = servekit(
+        "bench", "run", "--endpoint", simulator, "--model", "servekit-sim",
+        "--input-tokens", "10:20", "--output-tokens", "2", "--concurrency", "2",
+        "--requests", "2", "--runs", "2", "--out", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "SIMULATOR" in run.stdout and "concurrency 2: runs run-1, run-2" in run.stdout
+    again = servekit("bench", "run", "--endpoint", simulator, "--model", "servekit-sim",
+                     "--input-tokens", "10:20", "--output-tokens", "2", "--requests", "1",
+                     "--out", str(out))  # fmt: skip
+    assert again.returncode == 7 and "already exists" in again.stderr
+
+
+def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
+    bad = servekit("bench", "run", "--endpoint", "http://127.0.0.1:9", "--model", "m",
+                   "--input-tokens", "9:1", "--output-tokens", "2", "--requests", "1",
+                   "--out", str(tmp_path))  # fmt: skip
+    assert bad.returncode == 2 and "MIN" in bad.stderr
+    slo = servekit("bench", "summary", str(tmp_path), "--goodput", "itl:3")
+    assert slo.returncode == 2
+
+
+def test_import_vllm_cli_lists_missing_fields(tmp_path: Path) -> None:
+    result = {
+        "date": "20261130-120000", "backend": "openai", "model_id": "m", "max_concurrency": 1,
+        "duration": 1.0, "input_lens": [10], "output_lens": [3], "ttfts": [0.1],
+        "itls": [[0.01, 0.01]], "errors": [""], "generated_texts": ["abc"],
+    }  # fmt: skip
+    (tmp_path / "r.json").write_text(json.dumps(result))
+    out = tmp_path / "v.jsonl"
+    done = servekit("bench", "import", "vllm", str(tmp_path / "r.json"), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "lacks" in done.stderr and "start_times" in done.stderr
+    summary = servekit("bench", "summary", str(out), "--json")
+    assert json.loads(summary.stdout)[0]["median_ttft_ms"] == pytest.approx(100.0)
