@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servekit.hub.hashing import READ_BUFFER
+from servekit.hub.hashing import MAP_MIN_BYTES, READ_BUFFER
 from tests.hubserver import GRANTED_TOKEN, FakeRepo, HubServer, hub_server, model_files
 
 __all__ = ["hub_server"]
@@ -76,15 +76,29 @@ def test_flipping_a_middle_byte_of_a_large_file_exits_10_naming_it(
     pinned: tuple[Path, Path],
 ) -> None:
     tree, pin = pinned
-    with (tree / BIG).open("r+b") as f:
+    _flip_middle_byte(tree / BIG)
+    result = _verify(tree, pin)
+    assert result.returncode == 10
+    assert f"digest: {BIG}: expected sha256 " in result.stderr
+
+
+def _flip_middle_byte(path: Path) -> None:
+    with path.open("r+b") as f:
         size = f.seek(0, os.SEEK_END)
         f.seek(size // 2)
         byte = f.read(1)
         f.seek(size // 2)
         f.write(bytes([byte[0] ^ 0xFF]))
-    result = _verify(tree, pin)
-    assert result.returncode == 10
-    assert f"digest: {BIG}: expected sha256 " in result.stderr
+
+
+def test_a_tree_large_enough_to_be_mapped_catches_a_flipped_byte(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "tree")
+    (tree / BIG).write_bytes(bytes(range(256)) * (MAP_MIN_BYTES // 256))  # the mmap workers
+    assert servekit("model", "digest", str(tree), "-o", str(tmp_path / "PIN.json")).returncode == 0
+    assert _verify(tree, tmp_path / "PIN.json").returncode == 0
+    _flip_middle_byte(tree / BIG)
+    result = _verify(tree, tmp_path / "PIN.json")
+    assert result.returncode == 10 and f"digest: {BIG}" in result.stderr
 
 
 def test_truncating_a_file_exits_10_naming_it(pinned: tuple[Path, Path]) -> None:

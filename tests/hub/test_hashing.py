@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from servekit.hub.hashing import READ_BUFFER, Hashed, hash_files
+from servekit.hub.hashing import MAP_MIN_BYTES, READ_BUFFER, Hashed, HashMethod, hash_files
+from servekit.hub.mapped import mapped_digest
 from servekit.hub.models import FileProblem, ProblemKind
 from servekit.hub.tree import LocalFile
 
@@ -33,9 +34,10 @@ class Recorder:
         self.amounts.append(amount)
 
 
-def test_digests_match_hashlib_across_many_chunks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", [HashMethod.READ, HashMethod.MAP])
+def test_digests_match_hashlib_across_many_chunks(tmp_path: Path, method: HashMethod) -> None:
     files = [_write(tmp_path / f"f{i}", size, i) for i, size in enumerate((0, 1, 70_000, 300_001))]
-    results = hash_files([_job(f) for f in files], buffer_size=4096, workers=2)
+    results = hash_files([_job(f) for f in files], buffer_size=4096, workers=2, method=method)
     for f in files:
         result = results[f.name]
         assert isinstance(result, Hashed)
@@ -46,7 +48,7 @@ def test_digests_match_hashlib_across_many_chunks(tmp_path: Path) -> None:
 def test_largest_files_go_first(tmp_path: Path) -> None:
     files = [_write(tmp_path / f"f{size}", size) for size in (10, 5000, 300, 70_000, 1)]
     recorder = Recorder()
-    hash_files([_job(f) for f in files], workers=1, tracker=recorder)
+    hash_files([_job(f) for f in files], workers=1, tracker=recorder, method=HashMethod.READ)
     assert recorder.amounts == [70_000, 5000, 300, 10, 1]
     assert READ_BUFFER > 70_000  # each file above was one read
 
@@ -75,29 +77,33 @@ class Meddler(Recorder):
 def test_a_file_changing_while_hashed_is_caught(tmp_path: Path, change: str) -> None:
     path = _write(tmp_path / "shard", 50_000)
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # an old mtime, so a write shows
-    results = hash_files([_job(path)], buffer_size=4096, tracker=Meddler(path, change))
+    meddler = Meddler(path, change)
+    results = hash_files([_job(path)], buffer_size=4096, tracker=meddler, method=HashMethod.READ)
     problem = results["shard"]
     assert isinstance(problem, FileProblem)
     assert problem.kind is ProblemKind.CHANGED
     assert problem.expected == "50000 bytes, unchanged while hashed"
 
 
-def test_a_size_differing_when_opened_is_caught(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", [HashMethod.READ, HashMethod.MAP])
+def test_a_size_differing_when_opened_is_caught(tmp_path: Path, method: HashMethod) -> None:
     path = _write(tmp_path / "f", 100)
-    problem = hash_files([LocalFile(path="f", size=99, source=path)])["f"]
+    problem = hash_files([LocalFile(path="f", size=99, source=path)], method=method)["f"]
     assert isinstance(problem, FileProblem) and problem.kind is ProblemKind.CHANGED
     assert "100 bytes when opened" in problem.actual
 
 
-def test_a_disk_read_error_is_reported_not_raised() -> None:
+@pytest.mark.parametrize("method", [HashMethod.READ, HashMethod.MAP])
+def test_a_disk_read_error_is_reported_not_raised(method: HashMethod) -> None:
     # Reading /proc/self/mem at offset 0 fails with EIO: a real I/O error from the kernel.
     job = LocalFile(path="mem", size=0, source=Path("/proc/self/mem"))
-    problem = hash_files([job])["mem"]
+    problem = hash_files([job], method=method)["mem"]
     assert isinstance(problem, FileProblem) and problem.kind is ProblemKind.UNREADABLE
     assert "errno 5" in problem.actual
 
 
-def test_fifos_links_and_vanished_files_are_unreadable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", [HashMethod.READ, HashMethod.MAP])
+def test_fifos_links_and_vanished_files_are_unreadable(tmp_path: Path, method: HashMethod) -> None:
     os.mkfifo(tmp_path / "fifo")  # opened without blocking, refused as not regular
     (tmp_path / "target").write_bytes(b"x")
     (tmp_path / "link").symlink_to("target")  # a file swapped for a link after the walk
@@ -106,8 +112,56 @@ def test_fifos_links_and_vanished_files_are_unreadable(tmp_path: Path) -> None:
         LocalFile(path="link", size=1, source=tmp_path / "link"),
         LocalFile(path="gone", size=1, source=tmp_path / "gone"),
     ]
-    results = hash_files(jobs)
+    results = hash_files(jobs, method=method)
     actual = {p: r.actual for p, r in results.items() if isinstance(r, FileProblem)}
     assert actual["fifo"] == "not a regular file"
     assert "errno 40" in actual["link"]  # ELOOP: O_NOFOLLOW
     assert "errno 2" in actual["gone"]
+
+
+def test_the_mapped_digest_spans_windows_and_chunks(tmp_path: Path) -> None:
+    path = _write(tmp_path / "f", 3 * 65536 + 123)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        digest = mapped_digest(fd, path.stat().st_size, window=65536, chunk=4096)
+    finally:
+        os.close(fd)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_auto_maps_large_trees_only(tmp_path: Path) -> None:
+    small = _write(tmp_path / "small", 1000)
+    recorder = Recorder()
+    hash_files([_job(small)], tracker=recorder)
+    assert recorder.amounts == [1000]  # the reader: one read, reported at once
+    big = _write(tmp_path / "big", MAP_MIN_BYTES)
+    recorder = Recorder()
+    result = hash_files([_job(big)], tracker=recorder)["big"]
+    assert isinstance(result, Hashed) and sum(recorder.amounts) == MAP_MIN_BYTES
+
+
+class Truncator(Recorder):
+    """Truncates the file the first time a mapped worker reports progress."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def advance(self, amount: float) -> None:
+        if amount and not any(self.amounts):
+            os.truncate(self.path, 10)
+        super().advance(amount)
+
+
+def test_a_mapped_worker_killed_by_sigbus_hands_the_file_to_the_reader(tmp_path: Path) -> None:
+    # Truncating a mapped file under a worker kills it with SIGBUS; the file is then
+    # read again, which names the change instead of crashing or passing.
+    for attempt in range(3):
+        path = _write(tmp_path / f"shard{attempt}", 256 << 20)
+        result = hash_files([_job(path)], method=HashMethod.MAP, tracker=Truncator(path))
+        problem = result[path.name]
+        assert isinstance(problem, FileProblem), "a file truncated while hashed must not pass"
+        assert problem.kind is ProblemKind.CHANGED
+        if problem.actual == "10 bytes when opened":  # the reader's verdict after the crash
+            return
+    pytest.fail("the worker always finished before the truncation; the crash path was not run")

@@ -13,24 +13,17 @@ import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-
-import httpx2
-from huggingface_hub import HfApi, hf_hub_download, snapshot_download
-from huggingface_hub.errors import (
-    GatedRepoError,
-    HfHubHTTPError,
-    HFValidationError,
-    LocalEntryNotFoundError,
-    RemoteEntryNotFoundError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-from huggingface_hub.hf_api import RepoFile
-from huggingface_hub.utils.tqdm import disable_progress_bars
+from typing import TYPE_CHECKING
 
 from servekit import progress
 from servekit.errors import HubError, UsageError
+
+if TYPE_CHECKING:  # imported when used: huggingface_hub takes ~0.15 s to import
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.hf_api import RepoFile
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _TOKEN_HINT = "set HF_TOKEN, or run `hf auth login`, with a token that may read this repository"
@@ -62,6 +55,17 @@ def _http(exc: HfHubHTTPError, what: str) -> HubError:
 @contextmanager
 def hub_errors(repo: str, revision: str, what: str) -> Iterator[None]:
     """Translate ``huggingface_hub`` and network exceptions raised while doing ``what``."""
+    import httpx2
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
     try:
         yield
     except GatedRepoError as exc:
@@ -91,6 +95,8 @@ def hub_errors(repo: str, revision: str, what: str) -> Iterator[None]:
 
 def _bars() -> AbstractContextManager[object]:
     """``huggingface_hub``'s own bars follow servekit's: off with --quiet or off a terminal."""
+    from huggingface_hub.utils.tqdm import disable_progress_bars
+
     return nullcontext() if progress.is_enabled() else disable_progress_bars()
 
 
@@ -111,7 +117,12 @@ class Hub:
     def __init__(self, *, endpoint: str | None = None, token: str | None = None) -> None:
         self.endpoint = endpoint
         self.token = token
-        self.api = HfApi(endpoint=endpoint, token=token)
+
+    @cached_property
+    def api(self) -> HfApi:
+        from huggingface_hub import HfApi
+
+        return HfApi(endpoint=self.endpoint, token=self.token)
 
     def resolve(self, repo: str, revision: str) -> str:
         """The immutable commit id that ``revision`` (branch, tag or commit) names now."""
@@ -124,12 +135,16 @@ class Hub:
 
     def tree(self, repo: str, commit: str) -> list[HubFile]:
         """Every file of ``repo`` at ``commit``, with size, blob id and LFS metadata."""
+        from huggingface_hub.hf_api import RepoFile
+
         with hub_errors(repo, commit, f"listing {repo}@{commit}"):
             entries = list(self.api.list_repo_tree(repo, recursive=True, revision=commit))
         return [_hub_file(e) for e in entries if isinstance(e, RepoFile)]
 
     def download(self, repo: str, commit: str, path: str, cache_dir: Path) -> Path:
         """Download one file at ``commit`` into ``cache_dir``; return its local path."""
+        from huggingface_hub import hf_hub_download
+
         with hub_errors(repo, commit, f"downloading {path}"), _bars():
             local = hf_hub_download(
                 repo,
@@ -143,6 +158,8 @@ class Hub:
 
     def snapshot(self, repo: str, commit: str, cache_dir: Path | None = None) -> Path:
         """Download the whole tree at ``commit`` into the cache; return the snapshot path."""
+        from huggingface_hub import snapshot_download
+
         with hub_errors(repo, commit, f"downloading {repo}@{commit}"), _bars():
             local = snapshot_download(
                 repo,
