@@ -17,10 +17,14 @@ from typing import Any
 import httpx
 
 from servekit.bench.sse import StreamState
-from servekit.bench.transport import StreamTransport
+from servekit.bench.transport import SENT_AT, StreamTransport
 from servekit.package.models import Api
 
-_HEADERS = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
+_HEADERS = {
+    "Accept": "text/event-stream",
+    "Accept-Encoding": "identity",
+    "Content-Type": "application/json",
+}
 _ERROR_BODY_CHARS = 300
 
 
@@ -115,9 +119,10 @@ class BenchClient:
         """Send one request; every failure is recorded on the trace, never raised.
 
         ``t_start`` is when the client began the request; ``t_send`` when its last byte
-        was handed to the socket (httpcore's trace event), so the client's own queueing
-        under load is not charged to the server's TTFT. Without that event (a custom
-        transport, or a failure before sending) ``t_send`` is ``t_start``.
+        was written to the socket, so the client's own queueing under load is not charged
+        to the server's TTFT. :class:`StreamTransport` reports that write time; with
+        another transport httpcore's ``send_request_body.complete`` trace event (a little
+        later under load) is used; with neither, ``t_send`` is ``t_start``.
         """
         trace = Trace(spec=spec, state=StreamState(chat=self.api is Api.CHAT))
         clock = time.perf_counter
@@ -136,6 +141,9 @@ class BenchClient:
                 extensions={"trace": on_event},
             ) as response:
                 trace.status = response.status_code
+                sent_at = response.extensions.get(SENT_AT)
+                if sent_at:
+                    trace.t_send = sent_at - t0
                 if response.status_code != 200:
                     text = (await response.aread()).decode("utf-8", "replace")
                     trace.error = f"HTTP {response.status_code}: {text[:_ERROR_BODY_CHARS]}"

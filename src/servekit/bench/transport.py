@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
 
 import httpcore
 import httpx
@@ -73,34 +75,104 @@ class _Body(httpx.AsyncByteStream):
             self.done()
 
 
+SENT_AT = "servekit.sent_at"  # response extension: perf_counter() after the last request byte
+
+
+class _TimedStream(httpcore.AsyncNetworkStream):
+    """A network stream that remembers when its last non-empty write finished."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self.inner = inner
+        self.last_write = 0.0
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self.inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self.inner.write(buffer, timeout)
+        if buffer:
+            self.last_write = time.perf_counter()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        self.inner = await self.inner.start_tls(ssl_context, server_hostname, timeout)
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class _TimedBackend(httpcore.AsyncNetworkBackend):
+    """One per connection, so the transport can read its stream's last write time."""
+
+    def __init__(self) -> None:
+        self.inner = httpcore.AnyIOBackend()
+        self.stream: _TimedStream | None = None
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        inner = await self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        self.stream = _TimedStream(inner)
+        return self.stream
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        self.stream = _TimedStream(
+            await self.inner.connect_unix_socket(path, timeout, socket_options)
+        )
+        return self.stream
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
 class StreamTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 keep-alive connections from a stack of idle ones (one origin per run)."""
 
     def __init__(
         self, *, keepalive_expiry: float = 300.0, ssl_context: ssl.SSLContext | None = None
     ) -> None:
-        self.idle: list[httpcore.AsyncHTTPConnection] = []
+        self.idle: list[tuple[httpcore.AsyncHTTPConnection, _TimedBackend]] = []
         self.keepalive_expiry = keepalive_expiry
         self.ssl_context = ssl_context
         self.opened = 0
 
-    def _acquire(self, origin: httpcore.Origin) -> httpcore.AsyncHTTPConnection:
+    def _acquire(
+        self, origin: httpcore.Origin
+    ) -> tuple[httpcore.AsyncHTTPConnection, _TimedBackend]:
         while self.idle:
-            connection = self.idle.pop()
+            connection, backend = self.idle.pop()
             if connection.is_available() and connection.can_handle_request(origin):
-                return connection
+                return connection, backend
         self.opened += 1
-        return httpcore.AsyncHTTPConnection(
+        backend = _TimedBackend()
+        connection = httpcore.AsyncHTTPConnection(
             origin=origin,
             ssl_context=self.ssl_context,
             keepalive_expiry=self.keepalive_expiry,
             http1=True,
             http2=False,
+            network_backend=backend,
         )
+        return connection, backend
 
-    def _release(self, connection: httpcore.AsyncHTTPConnection) -> None:
-        if connection.is_available():
-            self.idle.append(connection)
+    def _release(self, pair: tuple[httpcore.AsyncHTTPConnection, _TimedBackend]) -> None:
+        if pair[0].is_available():
+            self.idle.append(pair)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.AsyncByteStream)
@@ -117,17 +189,20 @@ class StreamTransport(httpx.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        connection = self._acquire(origin)
+        pair = self._acquire(origin)
         with _mapped():
-            response = await connection.handle_async_request(core)
+            response = await pair[0].handle_async_request(core)
+        extensions = dict(response.extensions)
+        if pair[1].stream is not None:
+            extensions[SENT_AT] = pair[1].stream.last_write
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(response.stream, lambda: self._release(connection)),
-            extensions=response.extensions,
+            stream=_Body(response.stream, lambda: self._release(pair)),
+            extensions=extensions,
         )
 
     async def aclose(self) -> None:
         idle, self.idle = self.idle, []
-        for connection in idle:
+        for connection, _ in idle:
             await connection.aclose()

@@ -74,13 +74,13 @@ class Engine:
         if stream.request.fault is not None:
             self.counters.faults += 1
         if self.config.max_concurrency == 0 or self.running < self.config.max_concurrency:
-            self._admit(stream)
+            self._admit(stream, stream.arrival)  # the clock started when its first byte arrived
         else:
             self.waiting.append(stream)
 
-    def _admit(self, stream: Stream) -> None:
+    def _admit(self, stream: Stream, start: float) -> None:
         self.running += 1
-        stream.admit()
+        stream.admit(start)
 
     def release(self) -> None:
         self.running -= 1
@@ -88,7 +88,7 @@ class Engine:
         while self.waiting and (limit == 0 or self.running < limit):
             stream = self.waiting.popleft()
             if not stream.closed:
-                self._admit(stream)
+                self._admit(stream, time.monotonic())
 
 
 class _Frames:
@@ -134,8 +134,11 @@ class _Frames:
 class Stream:
     """One streaming response, from admission to the last chunk."""
 
-    def __init__(self, engine: Engine, sink: Sink, request: GenRequest, created: int) -> None:
+    def __init__(
+        self, engine: Engine, sink: Sink, request: GenRequest, created: int, arrival: float
+    ) -> None:
         self.engine = engine
+        self.arrival = arrival
         self.sink = sink
         self.request = request
         self.frames = _Frames(request, created)
@@ -153,10 +156,10 @@ class Stream:
             self.sink.write(self.frames.role())
         self.engine.submit(self)
 
-    def admit(self) -> None:
+    def admit(self, start: float) -> None:
+        """Prefill runs from ``start`` (arrival, or the end of queueing)."""
         self.admitted = True
-        ttft = self.engine.config.ttft_s(self.request.prompt_tokens)
-        self.deadline = time.monotonic() + ttft
+        self.deadline = start + self.engine.config.ttft_s(self.request.prompt_tokens)
         self.handle = self.engine.timer.at(self.deadline, self._emit)
 
     def _next_interval(self) -> float:

@@ -69,6 +69,7 @@ class _Connection(asyncio.Protocol):
         self.busy = False
         self.close_after = False
         self.stream: Stream | None = None
+        self.arrival = 0.0  # when the current request's first byte was read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -80,6 +81,8 @@ class _Connection(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        if not self.buf and self.head is None:
+            self.arrival = time.monotonic()
         self.buf += data
         self._process()
 
@@ -216,7 +219,7 @@ class _App:
         if gen.fault is Fault.HTTP_500:
             conn.respond_json(500, _error("simulated internal server error"))
             return
-        conn.start_stream(Stream(self.engine, conn, gen, self.created))
+        conn.start_stream(Stream(self.engine, conn, gen, self.created, conn.arrival))
 
     def _gen_request(self, request: _Request, body: dict[str, Any]) -> GenRequest:
         chat = request.path.endswith("/chat/completions")
