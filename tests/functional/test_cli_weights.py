@@ -261,3 +261,35 @@ def test_an_unknown_revision_exits_6(hub_server: HubServer, tmp_path: Path) -> N
     env = hub_server.env(tmp_path)
     result = servekit("model", "pin", repo.repo_id, "--revision", "v9", env=env, cwd=tmp_path)
     assert result.returncode == 6 and "revision 'v9' does not exist" in result.stderr
+
+
+def test_a_built_kit_carries_the_pin_to_verify_weights(
+    hub_server: HubServer, tmp_path: Path
+) -> None:
+    _, commit = _hub_repo(hub_server, "moonshotai/Kimi-K3")
+    package = Path(shutil.copytree(K3, tmp_path / "k3"))
+    env = hub_server.env(tmp_path)
+    steps = [
+        ("model", "pin", "moonshotai/Kimi-K3", "--revision", "main", "--package", str(package)),
+        ("keys", "generate", "--out", str(tmp_path / "keys")),
+        (
+            "kit",
+            "build",
+            str(package),
+            "--key",
+            str(tmp_path / "keys" / "servekit.key"),
+            "-o",
+            "kit.tar.gz",
+        ),
+    ]
+    for args in steps:
+        result = servekit(*args, env=env, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    result = servekit("verify", "weights", "--fetch", "--kit", "kit.tar.gz", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    snapshot = tmp_path / "hf-cache" / "models--moonshotai--Kimi-K3" / "snapshots" / commit
+    (snapshot / "config.json").unlink()
+    result = servekit(
+        "verify", "weights", str(snapshot), "--kit", "kit.tar.gz", env=env, cwd=tmp_path
+    )
+    assert result.returncode == 11 and "missing: config.json" in result.stderr
