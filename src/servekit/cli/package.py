@@ -30,9 +30,7 @@ def render_report(report: CheckReport) -> None:
         provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
         if f.status != "current":
             provenance += f" [{f.status}]"
-        table.add_row(
-            escape(f.label), f"{f.value:g} {f.unit}", escape(provenance), recomputed, escape(origin)
-        )
+        table.add_row(escape(f.label), f.display, escape(provenance), recomputed, escape(origin))
     stdout.print(table)
     measured = sum(1 for f in report.figures if f.provenance is Provenance.MEASURED)
     stdout.print(

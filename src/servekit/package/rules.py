@@ -144,6 +144,12 @@ class FigureResult:
     per_run: dict[str, float]
     source: str | None
     simulator: bool
+    decimals: int = 0
+
+    @property
+    def display(self) -> str:
+        """The value as published: rounded to the figure's decimals, with its unit."""
+        return f"{self.value:.{self.decimals}f} {self.unit}"
 
 
 @dataclass(frozen=True)
@@ -760,6 +766,7 @@ def _figure_results(ctx: _Context) -> tuple[FigureResult, ...]:
                 id=f.id,
                 label=f.label,
                 value=f.value,
+                decimals=f.decimals,
                 unit=f.unit,
                 provenance=f.provenance,
                 status=f.status.state.value,
