@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    ProgressColumn,
     TaskID,
     TextColumn,
     TimeRemainingColumn,
@@ -56,33 +57,21 @@ class _RichTracker:
 
 
 @contextmanager
-def track_bytes(description: str, total: int) -> Iterator[Tracker]:
+def _track(description: str, total: int, columns: tuple[ProgressColumn, ...]) -> Iterator[Tracker]:
+    if not is_enabled():
+        yield _NullTracker()
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), *columns, transient=True) as bar:
+        yield _RichTracker(bar, bar.add_task(description, total=total))
+
+
+def track_bytes(description: str, total: int) -> AbstractContextManager[Tracker]:
     """A byte-counting bar (bytes, rate, ETA) on a terminal; silent otherwise."""
-    if not is_enabled():
-        yield _NullTracker()
-        return
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(binary_units=True),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, transient=True) as progress:
-        yield _RichTracker(progress, progress.add_task(description, total=total))
+    columns = (DownloadColumn(binary_units=True), TransferSpeedColumn(), TimeRemainingColumn())
+    return _track(description, total, columns)
 
 
-@contextmanager
-def track_count(description: str, total: int) -> Iterator[Tracker]:
+def track_count(description: str, total: int) -> AbstractContextManager[Tracker]:
     """A counting bar (done / total, ETA) on a terminal; silent otherwise."""
-    if not is_enabled():
-        yield _NullTracker()
-        return
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, transient=True) as progress:
-        yield _RichTracker(progress, progress.add_task(description, total=total))
+    columns = (TextColumn("{task.completed:.0f}/{task.total:.0f}"), TimeRemainingColumn())
+    return _track(description, total, columns)

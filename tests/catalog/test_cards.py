@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from servekit.catalog import Badge, Card, build_card, export_site, load_cards
 from servekit.package import check, load_package
-from tests.package.factories import write_package
+from tests.package.factories import edit_definition, write_package
 
 ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
@@ -35,14 +33,8 @@ def test_measured_card_says_recomputed(tmp_path: Path) -> None:
 
 def test_card_follows_the_definition(tmp_path: Path) -> None:
     write_package(tmp_path)
-    path = tmp_path / "package.yaml"
-    data = yaml.safe_load(path.read_text())
-    data["measurements"]["figures"][1]["status"] = {
-        "state": "retracted",
-        "reason": "run was on the wrong node",
-        "date": "2026-11-30",
-    }
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    retracted = {"state": "retracted", "reason": "run was on the wrong node", "date": "2026-11-30"}
+    edit_definition(tmp_path, lambda d: d["measurements"]["figures"][1].update(status=retracted))
     card = _card(tmp_path)
     assert "e2el-p99-c4" not in {f.id for f in card.figures}
     assert card.checks_pass
@@ -50,10 +42,7 @@ def test_card_follows_the_definition(tmp_path: Path) -> None:
 
 def test_card_shows_refused_claims(tmp_path: Path) -> None:
     write_package(tmp_path)
-    path = tmp_path / "package.yaml"
-    data = yaml.safe_load(path.read_text())
-    data["measurements"]["figures"][0]["value"] = 1.0
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    edit_definition(tmp_path, lambda d: d["measurements"]["figures"][0].update(value=1.0))
     card = _card(tmp_path)
     assert not card.checks_pass and card.violations[0].startswith("SK101")
 

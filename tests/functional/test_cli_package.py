@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
+from tests.package.factories import edit_definition, write_package
 
 ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
@@ -51,8 +51,6 @@ def test_missing_directory_is_a_clear_error_without_traceback() -> None:
 
 
 def test_schema_error_names_line_and_hides_traceback(tmp_path: Path) -> None:
-    from tests.package.factories import write_package
-
     write_package(tmp_path)
     text = (tmp_path / "package.yaml").read_text().replace("  shard_count: 1", "  shard_count: x")
     (tmp_path / "package.yaml").write_text(text)
@@ -65,13 +63,8 @@ def test_schema_error_names_line_and_hides_traceback(tmp_path: Path) -> None:
 
 
 def test_claim_violation_exits_4_with_rule_id(tmp_path: Path) -> None:
-    from tests.package.factories import write_package
-
     write_package(tmp_path)
-    path = tmp_path / "package.yaml"
-    data = yaml.safe_load(path.read_text())
-    data["measurements"]["figures"][0]["value"] = 1.0
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    edit_definition(tmp_path, lambda d: d["measurements"]["figures"][0].update(value=1.0))
     result = servekit("package", "check", str(tmp_path), "--json")
     assert result.returncode == 4
     report = json.loads(result.stdout)

@@ -6,11 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-import yaml
-
 from servekit.hub.pinfile import read_pin
 from servekit.package import check, load_package
 from tests.functional.test_cli_package import servekit
+from tests.package.factories import edit_definition
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "packages" / "llama-850m-h200"
@@ -38,10 +37,7 @@ def test_check_recomputes_every_figure_from_four_runs() -> None:
 def test_the_declared_tolerance_is_what_lets_the_replicates_agree(tmp_path: Path) -> None:
     target = tmp_path / "pkg"
     shutil.copytree(EXAMPLE, target)
-    path = target / "package.yaml"
-    data = yaml.safe_load(path.read_text())
-    data["measurements"]["tolerance_pct"] = 2.0
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    edit_definition(target, lambda d: d["measurements"].update(tolerance_pct=2.0))
     fired = {(v.rule, v.field) for v in check(load_package(target)).violations}
     assert ("SK104", "measurements.figures[11].runs") in fired  # c32 throughput: 4.9 %
     assert ("SK104", "measurements.figures[1].runs") not in fired  # c1 TPOT: 1.7 %

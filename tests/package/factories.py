@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +250,11 @@ def default_runs() -> dict[str, list[RequestRecord]]:
         "run-a": synthetic_records("run-a", seed=7),
         "run-b": synthetic_records("run-b", seed=8),
     }
+
+
+def edit_definition(root: Path, mutate: Callable[[dict[str, Any]], object]) -> None:
+    """Load ``root/package.yaml``, apply ``mutate`` to the mapping, write it back."""
+    path = root / "package.yaml"
+    data = yaml.safe_load(path.read_text())
+    mutate(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
