@@ -1,0 +1,66 @@
+"""Dependencies point one way: cli -> catalog -> domain packages -> package -> errors.
+
+A domain package never imports the CLI (or a web or store layer); the package layer
+imports nothing but itself and the shared modules; the verifier never imports the kit
+builder, so it stays usable on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "servekit"
+SHARED = {"errors", "config", "progress", "__init__"}
+FRONT_ENDS = {"cli", "web", "store"}
+
+# area -> servekit areas it must not import
+FORBIDDEN: dict[str, set[str]] = {
+    "package": FRONT_ENDS | {"hub", "receipts", "bench", "verify", "kit", "catalog", "fit"},
+    "hub": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
+    "receipts": FRONT_ENDS | {"bench", "verify", "kit", "catalog"},
+    "bench": FRONT_ENDS | {"receipts", "verify", "kit", "catalog", "hub"},
+    "verify": FRONT_ENDS | {"kit", "bench", "catalog"},
+    "kit": FRONT_ENDS | {"verify", "bench", "catalog"},
+    "catalog": FRONT_ENDS,
+}
+
+
+def _area(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imported_areas(path: Path) -> set[str]:
+    areas = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        areas |= {n.split(".")[1] for n in names if n.startswith("servekit.") and "." in n}
+    return areas
+
+
+MODULES = sorted(p for p in SRC.rglob("*.py") if _area(p) not in SHARED | FRONT_ENDS)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_point_one_way(path: Path) -> None:
+    area = _area(path)
+    bad = _imported_areas(path) & FORBIDDEN.get(area, FRONT_ENDS)
+    assert not bad, f"{path.relative_to(SRC)} ({area}) must not import servekit.{sorted(bad)}"
+
+
+def test_shared_modules_import_no_area() -> None:
+    for name in SHARED - {"__init__"}:
+        areas = _imported_areas(SRC / f"{name}.py") - SHARED
+        assert not areas, f"servekit/{name}.py imports {areas}"
+
+
+def test_every_area_has_a_rule() -> None:
+    areas = {p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("_")}
+    assert areas - FRONT_ENDS <= set(FORBIDDEN), f"add rules for {areas - set(FORBIDDEN)}"
