@@ -1,10 +1,11 @@
-"""The streaming client: one ``httpx.AsyncClient`` per run, one coroutine per request.
+"""The benchmark client: one per run, one coroutine per request.
 
-The hot path per received chunk is: read the monotonic clock, split lines, ``json.loads``
-each ``data:`` line, append the arrival time of each content event. Everything else
-(records, validation) happens after the request ends. Failures of any kind (HTTP
-status, mid-stream error, malformed line, disconnect, timeout, wrong usage) end in a
-:class:`Trace` with ``error`` set; nothing raises out of :meth:`BenchClient.send`.
+Streaming requests go through :class:`~servekit.bench.transport.StreamPool`, the
+harness's own HTTP/1.1 client, which reads the clock and parses server-sent events in
+the socket's read callback; the few non-streaming calls (``/version``, ``/tokenize``)
+use one ``httpx.AsyncClient``. Records are built after a request ends. Failures of any
+kind (HTTP status, mid-stream error, malformed line, disconnect, timeout, wrong usage)
+end in a :class:`Trace` with ``error`` set; nothing raises out of :meth:`BenchClient.send`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from typing import Any
 
 import httpx
 
+from servekit import __version__
 from servekit.bench.sse import StreamState
-from servekit.bench.transport import SENT_AT, StreamTransport
+from servekit.bench.transport import StreamPool
 from servekit.package.models import Api
 
+# Every streaming request carries these. FastAPI servers (vLLM, `transformers serve`)
+# answer 422 to a JSON body without `Content-Type: application/json`.
 _HEADERS = {
+    "User-Agent": f"servekit/{__version__}",
     "Accept": "text/event-stream",
     "Accept-Encoding": "identity",
     "Content-Type": "application/json",
@@ -82,92 +87,49 @@ def api_path(api: Api) -> str:
             return "/v1/chat/completions"
 
 
-def make_http_client(
-    endpoint: str,
-    *,
-    concurrency: int,
-    timeout_s: float,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> httpx.AsyncClient:
-    """The run's one client: HTTP/1.1 keep-alive, a connection per stream, explicit timeouts.
-
-    The default transport is :class:`~servekit.bench.transport.StreamTransport`; any
-    ``httpx.AsyncBaseTransport`` may be injected instead (tests, proxies, mocks).
-    """
-    limits = httpx.Limits(
-        max_connections=concurrency + 8,
-        max_keepalive_connections=concurrency + 8,
-        keepalive_expiry=300.0,
-    )
-    timeout = httpx.Timeout(connect=30.0, read=timeout_s, write=timeout_s, pool=timeout_s)
-    if transport is None:
-        transport = StreamTransport(keepalive_expiry=limits.keepalive_expiry or 300.0)
-    return httpx.AsyncClient(
-        base_url=endpoint.rstrip("/"), transport=transport, timeout=timeout, limits=limits
-    )
-
-
 class BenchClient:
-    """Sends streaming requests to one API path and records their timing."""
+    """Sends streaming requests to one API path and records their timing.
 
-    def __init__(self, http: httpx.AsyncClient, api: Api) -> None:
-        self.http = http
+    Use as an async context manager: it owns the run's connections.
+    """
+
+    def __init__(self, endpoint: str, api: Api, *, timeout_s: float) -> None:
         self.api = api
         self.path = api_path(api)
+        self.streams = StreamPool(endpoint, _HEADERS, timeout_s=timeout_s)
+        self.http = httpx.AsyncClient(
+            base_url=endpoint.rstrip("/"),
+            headers={"User-Agent": _HEADERS["User-Agent"]},
+            timeout=httpx.Timeout(connect=30.0, read=timeout_s, write=timeout_s, pool=timeout_s),
+        )
+
+    async def __aenter__(self) -> BenchClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.streams.aclose()
+        await self.http.aclose()
 
     async def send(self, spec: RequestSpec, t0: float) -> Trace:
         """Send one request; every failure is recorded on the trace, never raised.
 
         ``t_start`` is when the client began the request; ``t_send`` when its last byte
-        was written to the socket, so the client's own queueing under load is not charged
-        to the server's TTFT. :class:`StreamTransport` reports that write time; with
-        another transport httpcore's ``send_request_body.complete`` trace event (a little
-        later under load) is used; with neither, ``t_send`` is ``t_start``.
+        was handed to the kernel, so the client's own queueing under load is not charged
+        to the server's TTFT.
         """
         trace = Trace(spec=spec, state=StreamState(chat=self.api is Api.CHAT))
-        clock = time.perf_counter
-        trace.t_start = trace.t_send = clock() - t0
-
-        async def on_event(name: str, info: dict[str, Any]) -> None:
-            if name == "http11.send_request_body.complete":
-                trace.t_send = clock() - t0
-
-        try:
-            async with self.http.stream(
-                "POST",
-                self.path,
-                content=spec.body,
-                headers=_HEADERS,
-                extensions={"trace": on_event},
-            ) as response:
-                trace.status = response.status_code
-                sent_at = response.extensions.get(SENT_AT)
-                if sent_at:
-                    trace.t_send = sent_at - t0
-                if response.status_code != 200:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    trace.error = f"HTTP {response.status_code}: {text[:_ERROR_BODY_CHARS]}"
-                else:
-                    await _consume(response, trace.state, t0)
-                trace.t_end = clock() - t0
-        except httpx.TimeoutException as exc:
-            trace.error = (
-                f"timeout ({type(exc).__name__}) after {clock() - t0 - trace.t_send:.1f} s"
-            )
-        except (httpx.HTTPError, OSError) as exc:
-            trace.error = f"connection failed ({type(exc).__name__}): {exc}"
-        if trace.error is None:
+        trace.t_start = time.perf_counter() - t0
+        exchange = await self.streams.post(self.path, spec.body, trace.state, t0)
+        trace.status, trace.t_end = exchange.status, exchange.t_end
+        trace.t_send = exchange.t_send if exchange.t_send is not None else trace.t_start
+        if exchange.error is not None:
+            trace.error = exchange.error
+        elif exchange.status != 200:
+            text = exchange.body.decode("utf-8", "replace")
+            trace.error = f"HTTP {exchange.status}: {text[:_ERROR_BODY_CHARS]}"
+        else:
             trace.error = stream_problem(trace.state)
         return trace
-
-
-async def _consume(response: httpx.Response, state: StreamState, t0: float) -> None:
-    clock = time.perf_counter
-    async for data in response.aiter_raw():
-        state.feed(data, clock() - t0)
-        if state.error is not None:
-            return
-    state.close()
 
 
 def stream_problem(state: StreamState) -> str | None:

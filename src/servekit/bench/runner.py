@@ -2,7 +2,7 @@
 
 Steps of one invocation:
   1. build the prompt factory (seeded word pool, or the model's tokenizer);
-  2. per run, open one HTTP client; on the first run, probe the endpoint (version,
+  2. per run, open one client (its own connections); on the first run, probe the endpoint (version,
      fixed-length support, prompt calibration: :mod:`servekit.bench.probe`);
   3. per concurrency: encode every request body before the clock matters, run the
      warmups (closed loop), then the measured requests (closed loop, or Poisson
@@ -21,7 +21,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servekit import __version__
@@ -31,7 +30,6 @@ from servekit.bench.client import (
     Trace,
     body_for,
     encode,
-    make_http_client,
 )
 from servekit.bench.loop import LoopKind, resolve, run
 from servekit.bench.probe import EndpointInfo, probe_endpoint
@@ -85,9 +83,7 @@ class RunConfig(BaseModel):
         return self.out / f"run-{number}.jsonl"
 
 
-def run_benchmark(
-    config: RunConfig, tracker: Tracker, transport: httpx.AsyncBaseTransport | None = None
-) -> list[Path]:
+def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
     """Run the whole grid ``config.runs`` times; returns the evidence files written."""
     targets = [config.run_file(n) for n in range(1, config.runs + 1)]
     existing = [str(p) for p in targets if p.exists()]
@@ -98,26 +94,14 @@ def run_benchmark(
         )
     config.out.mkdir(parents=True, exist_ok=True)
     factory = PromptFactory(config.seed, config.tokenizer)
-    return run(_all_runs(config, factory, tracker, transport), config.loop)
+    return run(_all_runs(config, factory, tracker), config.loop)
 
 
-async def _all_runs(
-    config: RunConfig,
-    factory: PromptFactory,
-    tracker: Tracker,
-    transport: httpx.AsyncBaseTransport | None,
-) -> list[Path]:
+async def _all_runs(config: RunConfig, factory: PromptFactory, tracker: Tracker) -> list[Path]:
     info: EndpointInfo | None = None
     written = []
     for number in range(1, config.runs + 1):
-        http = make_http_client(
-            config.endpoint,
-            concurrency=max(config.concurrencies),
-            timeout_s=config.timeout_s,
-            transport=transport,
-        )
-        async with http:
-            client = BenchClient(http, config.api)
+        async with BenchClient(config.endpoint, config.api, timeout_s=config.timeout_s) as client:
             if info is None:
                 info = await probe_endpoint(client, config.model, factory)
             text = await _one_run(config, number, client, factory, info, tracker)

@@ -44,30 +44,41 @@ class StreamState:
         self.error: str | None = None
 
     def feed(self, data: bytes, now: float) -> None:
-        """Parse every complete line in ``data``; keep a partial last line for later."""
-        lines = (self.rest + data if self.rest else data).split(b"\n")
-        self.rest = lines.pop()
-        for line in lines:
-            self._line(line, now)
+        """Parse every complete line in ``data``; keep a partial last line for later.
+
+        Lines are found with ``bytes.find`` on one buffer: the only object made per
+        event is the ``data:`` payload handed to ``json.loads``.
+        """
+        buf = self.rest + data if self.rest else data
+        start = 0
+        end = buf.find(b"\n")
+        while end >= 0:
+            if buf.startswith(b"data:", start):
+                self._data(_payload(buf, start + 5, end), now)
+            else:
+                self._other(buf[start:end])
             if self.error is not None:
                 return
+            start = end + 1
+            end = buf.find(b"\n", start)
+        self.rest = buf[start:] if start else buf
 
     def close(self) -> None:
         """End of body: a non-empty partial line left over is a truncated event."""
-        if self.rest.strip() and self.error is None:
-            self._line(self.rest, None)
+        if self.error is not None or not self.rest.strip():
+            return
+        if self.rest.startswith(b"data:"):
+            self.error = f"stream ended inside an event: {self.rest[:80]!r}"
+        else:
+            self._other(self.rest)
 
-    def _line(self, line: bytes, now: float | None) -> None:
+    def _other(self, line: bytes) -> None:
+        """A line that is not ``data:``: blank, a comment, a known field, or malformed."""
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line or line[0] == 0x3A:  # blank separator or ":" comment
             return
-        if line.startswith(b"data:"):
-            if now is None:
-                self.error = f"stream ended inside an event: {line[:80]!r}"
-                return
-            self._data(line[6:] if line[5:6] == b" " else line[5:], now)
-        elif not line.startswith(_FIELDS):
+        if not line.startswith(_FIELDS):
             self.error = f"malformed event line: {line[:80]!r}"
 
     def _data(self, payload: bytes, now: float) -> None:
@@ -110,6 +121,15 @@ class StreamState:
         reason = choice.get("finish_reason")
         if reason:
             self.finish_reason = str(reason)
+
+
+def _payload(buf: bytes, start: int, end: int) -> bytes:
+    """The value of a ``data:`` line ``buf[start:end]``: one leading space and a CR dropped."""
+    if end > start and buf[start] == 0x20:
+        start += 1
+    if end > start and buf[end - 1] == 0x0D:
+        end -= 1
+    return buf[start:end]
 
 
 def _message(error: Any) -> str:
