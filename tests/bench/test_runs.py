@@ -24,6 +24,9 @@ def test_evidence_shape_header_and_ids(sim: Sim, run_harness: Harness) -> None:
     ev = evs[0]
     assert ev.header.simulator is True and ev.header.engine_version.startswith("servekit-sim")
     assert ev.header.gpus == 4 and ev.header.fixed_length is True
+    # the simulator answers 422 to a body without a JSON Content-Type, as FastAPI does:
+    # streaming requests and the /tokenize calibration both got through
+    assert ev.header.tokenizer is not None and "server /tokenize" in ev.header.tokenizer
     assert ev.concurrencies == (1, 2)
     for conc in (1, 2):
         assert len(ev.measured(conc)) == 3 and len(ev.warmups(conc)) == 2

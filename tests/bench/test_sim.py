@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
@@ -40,6 +41,33 @@ def test_streams_tokens_usage_and_done(sim: Sim) -> None:
     assert '"completion_tokens": 3' in lines[-2] and lines[-1] == "data: [DONE]"
     assert "servekit_sim_requests_total 1" in metrics
     assert "servekit_sim_generation_tokens_total 3" in metrics
+    assert "servekit_sim_first_tokens_total 1" in metrics
+    late = _metric(metrics, "servekit_sim_token_late_seconds_max")
+    assert 0.0 <= late < 0.05  # its own error: how late a token left after its deadline
+
+
+def _metric(text: str, name: str) -> float:
+    (line,) = [line for line in text.splitlines() if line.startswith(f"{name} ")]
+    return float(line.split()[1])
+
+
+def test_json_body_without_a_json_content_type_is_422_like_fastapi(sim: Sim) -> None:
+    """FastAPI (0.132+, strict_content_type) rejects it; `transformers serve` did so to
+    servekit's client once. A missing header is rejected too."""
+    body = json.dumps({"model": "servekit-sim", "prompt": "a b", "max_tokens": 1, "stream": True})
+    answers = {}
+    with sim() as url:
+        for kind in (None, "text/plain", "application/json; charset=utf-8", "application/x+json"):
+            headers = {"Content-Type": kind} if kind else {}
+            answers[kind] = httpx.post(f"{url}/v1/completions", content=body, headers=headers)
+        tokenize = httpx.post(f"{url}/tokenize", content=body)
+    for kind in (None, "text/plain"):
+        assert answers[kind].status_code == 422
+        (detail,) = answers[kind].json()["detail"]
+        assert detail["loc"] == ["body"] and detail["input"] == body
+    assert answers["application/json; charset=utf-8"].status_code == 200
+    assert answers["application/x+json"].status_code == 200
+    assert tokenize.status_code == 422
 
 
 def test_rejections(sim: Sim) -> None:

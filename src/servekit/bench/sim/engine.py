@@ -56,6 +56,19 @@ class Counters:
     prompt_tokens: int = 0
     generation_tokens: int = 0
     faults: int = 0
+    # How late tokens went out after their deadline: the simulator's own error, which a
+    # client measures too (the benchmarks subtract it to judge the client alone).
+    first_tokens: int = 0
+    first_token_late_s: float = 0.0
+    token_late_s: float = 0.0
+    token_late_max_s: float = 0.0
+
+    def late(self, seconds: float, first: bool) -> None:
+        self.token_late_s += seconds
+        self.token_late_max_s = max(self.token_late_max_s, seconds)
+        if first:
+            self.first_tokens += 1
+            self.first_token_late_s += seconds
 
 
 class Engine:
@@ -177,8 +190,10 @@ class Stream:
             self._inject(fault)
             return
         self.sink.write(self.frames.token(_WORDS[(self.sent + self.request.index) % len(_WORDS)]))
+        counters = self.engine.counters
+        counters.late(time.monotonic() - self.deadline, self.sent == 0)
         self.sent += 1
-        self.engine.counters.generation_tokens += 1
+        counters.generation_tokens += 1
         if self.sent >= self.request.output_tokens:
             self._finish()
             return

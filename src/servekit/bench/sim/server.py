@@ -1,7 +1,9 @@
 """The simulator's HTTP/1.1 server, on raw asyncio protocols for speed.
 
 A small keep-alive HTTP/1.1 implementation: request bodies by ``Content-Length``,
-responses either with ``Content-Length`` or chunked server-sent events. Routes:
+responses either with ``Content-Length`` or chunked server-sent events. Like FastAPI
+servers (vLLM, ``transformers serve``), it answers 422 to a body without a JSON
+``Content-Type``. Routes:
 ``/v1/completions``, ``/v1/chat/completions``, ``/v1/models``, ``/tokenize``,
 ``/version``, ``/metrics`` and ``/health``.
 """
@@ -16,11 +18,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from servekit import __version__
 from servekit.bench.sim.config import ENGINE_NAME, Fault, SimConfig
 from servekit.bench.sim.engine import Engine, GenRequest, Stream
+from servekit.bench.sim.stamped import StampedServer, StampedTransport
 
 _MAX_HEAD = 64 * 1024
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
@@ -59,20 +62,22 @@ class _HttpError(Exception):
         self.status = status
 
 
-class _Connection(asyncio.Protocol):
+class _Connection:
+    """One client connection (a :class:`~servekit.bench.sim.stamped.StampedProtocol`)."""
+
     def __init__(self, app: _App) -> None:
         self.app = app
-        self.transport: asyncio.Transport | None = None
+        self.transport: StampedTransport | None = None
         self.buf = bytearray()
         self.head: tuple[str, str, dict[str, str]] | None = None
         self.need = 0
         self.busy = False
         self.close_after = False
         self.stream: Stream | None = None
-        self.arrival = 0.0  # when the current request's first byte was read
+        self.arrival = 0.0  # when the bytes read last arrived (kernel stamp): a request's clock
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+    def connection_made(self, transport: StampedTransport) -> None:
+        self.transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.stream is not None:
@@ -80,9 +85,8 @@ class _Connection(asyncio.Protocol):
             self.stream = None
         self.transport = None
 
-    def data_received(self, data: bytes) -> None:
-        if not self.buf and self.head is None:
-            self.arrival = time.monotonic()
+    def data_received(self, data: bytes, arrival: float) -> None:
+        self.arrival = arrival  # a request's clock starts when its last byte arrived
         self.buf += data
         self._process()
 
@@ -180,6 +184,9 @@ class _App:
             known = any(path == request.path for _, path in self.routes)
             status = 405 if known else 404
             conn.respond_json(status, _error(f"{request.method} {request.path} is not served"))
+            return
+        if request.body and not json_content_type(request.headers.get("content-type")):
+            conn.respond_json(422, fastapi_body_error(request.body))
             return
         try:
             handler(conn, request)
@@ -283,6 +290,26 @@ def _json_body(request: _Request) -> dict[str, Any]:
     return body
 
 
+def json_content_type(value: str | None) -> bool:
+    """FastAPI's test (``strict_content_type``, the default since 0.132): ``application/json``
+    or ``application/*+json``, parameters allowed; a missing header is not JSON."""
+    media = (value or "").split(";", 1)[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+def fastapi_body_error(body: bytes) -> dict[str, object]:
+    """What FastAPI answers (422) when a JSON body arrives without a JSON content type:
+    the body stays bytes and fails validation against the request model."""
+    detail = {
+        "type": "model_attributes_type",
+        "loc": ["body"],
+        "msg": "Input should be a valid dictionary or object to extract fields from",
+        "input": body.decode("utf-8", "replace"),
+    }
+    return {"detail": [detail]}
+
+
 def _error(message: str) -> dict[str, object]:
     return {"error": {"message": message, "type": "BadRequestError", "code": 400}}
 
@@ -296,6 +323,25 @@ def prometheus_text(engine: Engine) -> str:
         ("prompt_tokens_total", "counter", "Prompt tokens received.", c.prompt_tokens),
         ("generation_tokens_total", "counter", "Tokens streamed.", c.generation_tokens),
         ("faults_injected_total", "counter", "Requests given a simulated fault.", c.faults),
+        ("first_tokens_total", "counter", "First tokens streamed.", c.first_tokens),
+        (
+            "first_token_late_seconds_total",
+            "counter",
+            "Sum of how late first tokens were written after their deadline.",
+            f"{c.first_token_late_s:.9f}",
+        ),
+        (
+            "token_late_seconds_total",
+            "counter",
+            "Sum of how late every token was written after its deadline.",
+            f"{c.token_late_s:.9f}",
+        ),
+        (
+            "token_late_seconds_max",
+            "gauge",
+            "Latest a token was written after its deadline.",
+            f"{c.token_late_max_s:.9f}",
+        ),
     ]
     out = []
     for name, kind, help_text, value in rows:
@@ -309,19 +355,18 @@ class SimServer:
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
-        self.server: asyncio.Server | None = None
+        self.server: StampedServer | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Listen; returns the bound port (``port=0`` picks a free one)."""
-        loop = asyncio.get_running_loop()
-        app = _App(self.config, loop)
-        self.server = await loop.create_server(lambda: _Connection(app), host, port, backlog=4096)
-        return int(self.server.sockets[0].getsockname()[1])
+        app = _App(self.config, asyncio.get_running_loop())
+        self.server = StampedServer(lambda: _Connection(app))
+        return self.server.start(host, port)
 
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
-            await self.server.wait_closed()
+            self.server = None
 
 
 async def serve_forever(
@@ -332,9 +377,10 @@ async def serve_forever(
     bound = await server.start(host, port)
     if on_ready is not None:
         on_ready(bound)
-    assert server.server is not None
-    async with server.server:
-        await server.server.serve_forever()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
 
 
 @contextmanager
