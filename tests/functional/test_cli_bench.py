@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -85,6 +86,25 @@ def test_summary_table_labels_simulator_results(simulator: str, tmp_path: Path) 
                      "--input-tokens", "10:20", "--output-tokens", "2", "--requests", "1",
                      "--out", str(out))  # fmt: skip
     assert again.returncode == 7 and "already exists" in again.stderr
+
+
+def test_summary_table_keeps_every_digit_when_piped() -> None:
+    """Without a terminal rich used 80 columns and cut every number to "3…"."""
+    evidence = ROOT / "examples" / "packages" / "tiny-sim" / "evidence"
+    rows = json.loads(servekit("bench", "summary", str(evidence), "--json").stdout)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_TERMINAL")}
+    table = subprocess.run(
+        [sys.executable, "-m", "servekit.cli.main", "bench", "summary", str(evidence)],
+        capture_output=True,  # stdout is a pipe, as in CI logs and `| tee`
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=True,
+    ).stdout
+    assert "…" not in table
+    for row in rows:
+        assert f"{row['median_ttft_ms']:.2f}" in table
+        assert f"{row['output_throughput']:.1f}" in table
 
 
 def test_usage_errors_are_exit_2(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def render_summary(report: SummaryReport) -> None:
         row += [_fmt(m[k], 2) for k in (*keys, "median_e2el_ms", "p99_e2el_ms")]
         row.append(escape(", ".join(g.flags)))
         table.add_row(*row)
-    stdout.print(table, width=max(stdout.width, 180))  # wide even when piped
+    stdout.print(table)
     stdout.print("times in ms; percentiles: numpy linear (as vLLM bench serve)")
     for a in report.agreements:
         worst = max(a.max_difference_pct.items(), key=lambda kv: kv[1], default=("-", 0.0))

@@ -8,8 +8,23 @@ from typing import Any
 
 from rich.console import Console
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+PIPED_WIDTH = 240  # columns when not writing to a terminal (CI logs, `| tee`, files)
+
+
+def _console(*, stderr: bool) -> Console:
+    """A console as wide as the terminal, or ``PIPED_WIDTH`` when not a terminal.
+
+    Rich falls back to 80 columns without a terminal and squeezes tables into them,
+    cutting every number to "3…"; a log or a file has no width to respect.
+    """
+    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = max(console.width, PIPED_WIDTH)
+    return console
+
+
+stdout = _console(stderr=False)
+stderr = _console(stderr=True)
 
 
 def print_json(data: Any) -> None:
