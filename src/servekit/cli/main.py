@@ -19,6 +19,11 @@ app = typer.Typer(
         "Verified serving recipes: pin an engine build and an upstream model, measure, "
         "check every claim against raw evidence, sign a receipt, build a kit anyone can verify."
     ),
+    epilog=(
+        "Publisher: servekit bench run -> servekit package check -> servekit kit build. "
+        "Buyer: servekit verify kit, then servekit verify weights --kit. "
+        "Every command takes --help; docs/cli.md lists them all, docs/errors.md the exit codes."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
