@@ -43,7 +43,8 @@ def _factory(kind: LoopKind) -> Callable[[], asyncio.AbstractEventLoop]:
     if resolve(kind) is LoopKind.UVLOOP:
         import uvloop
 
-        return uvloop.new_event_loop
+        factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+        return factory
     return asyncio.new_event_loop
 
 
