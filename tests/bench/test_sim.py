@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import httpx
+
+from servekit.bench.sim import SimConfig, SimServer
 
 Sim = Callable[..., AbstractContextManager[str]]
 
@@ -102,3 +108,34 @@ def test_keep_alive_serves_several_requests_per_connection(sim: Sim) -> None:
             )
         metrics = client.get(f"{url}/metrics").text
     assert "servekit_sim_requests_total 3" in metrics
+
+
+def test_clock_starts_when_the_request_arrived_not_when_it_was_read() -> None:
+    """The simulator is busy for 60 ms as a request arrives: its first token must still
+    come 100 ms after the request was sent (the kernel's arrival stamp), not 160 ms."""
+    loop = asyncio.new_event_loop()
+    server = SimServer(SimConfig(ttft_ms=100.0, itl_ms=2.0))
+    port = loop.run_until_complete(server.start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    body = json.dumps(
+        {"model": "servekit-sim", "prompt": "a b", "max_tokens": 2, "stream": True}
+    ).encode()
+    request = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    request += b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            loop.call_soon_threadsafe(time.sleep, 0.06)  # the simulator's loop is busy
+            time.sleep(0.01)
+            sent = time.perf_counter()
+            sock.sendall(request)
+            received = b""
+            while b'"text":" ' not in received:
+                received += sock.recv(65536)
+            ttft = time.perf_counter() - sent
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+    assert 0.095 < ttft < 0.13, ttft

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import socket
 import struct
+import sys
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -41,6 +42,8 @@ class StampedProtocol(Protocol):
 
 
 def _enable_stamps(sock: socket.socket) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     except OSError:
@@ -170,6 +173,7 @@ class StampedServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        _enable_stamps(listener)  # inherited on accept: data that came before is stamped too
         listener.bind((host, port))
         listener.listen(4096)
         listener.setblocking(False)
