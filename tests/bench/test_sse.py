@@ -69,3 +69,11 @@ def test_stream_problems() -> None:
     assert usage_problem({"prompt_tokens": 3, "completion_tokens": "x"}, 1) is not None
     assert usage_problem({"prompt_tokens": 3, "completion_tokens": 4}, 2) is None
     assert usage_problem(None, 2) is None
+
+
+def test_json_only_pythons_parser_accepts_still_parses() -> None:
+    """NaN and integers beyond 64 bits: refused by the fast parser, read by json."""
+    state = StreamState(chat=False)
+    event = b'data: {"choices":[{"text":"a","logprobs":{"top":NaN}}],"n":123456789012345678901}\n\n'
+    state.feed(event, 1.0)
+    assert state.error is None and state.pieces == ["a"] and state.t_content == [1.0]

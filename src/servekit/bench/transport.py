@@ -293,6 +293,14 @@ class _Connection(asyncio.Protocol):
             self.phase, self.keep_alive = _Phase.UNTIL_CLOSE, False
 
     def _chunked(self, data: bytes, now: float) -> None:
+        if not self.buf and self.remaining == 0:  # the common read: exactly one whole chunk
+            end = data.find(b"\r\n")
+            if end > 0:
+                start = end + 2
+                stop = start + _chunk_size(data[:end])
+                if stop > start and len(data) == stop + 2 and data.endswith(b"\r\n"):
+                    self._body(data[start:stop], now)
+                    return
         buf = self.buf + data if self.buf else data
         pos, size = 0, len(buf)
         pieces: list[bytes] = []
