@@ -103,9 +103,13 @@ class Window:
         return self.events / self.wall_s if self.wall_s > 0 else float("nan")
 
 
-def run_client(args: Sequence[str], url: str, log: Path, poll_s: float = 0.05) -> Window:
+def run_client(
+    args: Sequence[str], url: str, log: Path, poll_s: float = 0.05, skip_tokens: int = 16
+) -> Window:
     """Run a client command pinned to the client core; sample its CPU while tokens flow.
 
+    The window opens after the first ``skip_tokens`` tokens, so a client's probe
+    requests (servekit sends two 2-token probes, then builds its prompts) are not in it.
     The caller runs on the simulator's core, so polling costs the client nothing.
     Output goes to ``log`` (a full pipe would stall the client).
     """
@@ -120,9 +124,9 @@ def run_client(args: Sequence[str], url: str, log: Path, poll_s: float = 0.05) -
             time.sleep(poll_s)
             tokens = sim_metrics(url)["generation_tokens_total"] - base["generation_tokens_total"]
             sample = (time.perf_counter(), tokens, tree_cpu_s(proc.pid))
-            if tokens > 0 and first is None:
+            if tokens > skip_tokens and first is None:
                 first = sample
-            if tokens > 0 and (last is None or tokens > last[1]):
+            if tokens > skip_tokens and (last is None or tokens > last[1]):
                 last = sample
     if proc.returncode != 0:
         raise SystemExit(f"{args[0]} failed ({proc.returncode}); see {log}")

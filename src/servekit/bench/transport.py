@@ -293,14 +293,8 @@ class _Connection(asyncio.Protocol):
             self.phase, self.keep_alive = _Phase.UNTIL_CLOSE, False
 
     def _chunked(self, data: bytes, now: float) -> None:
-        if not self.buf and self.remaining == 0:  # the common read: exactly one whole chunk
-            end = data.find(b"\r\n")
-            if end > 0:
-                start = end + 2
-                stop = start + _chunk_size(data[:end])
-                if stop > start and len(data) == stop + 2 and data.endswith(b"\r\n"):
-                    self._body(data[start:stop], now)
-                    return
+        if not self.buf and self.remaining == 0 and self._one_chunk(data, now):
+            return
         buf = self.buf + data if self.buf else data
         pos, size = 0, len(buf)
         pieces: list[bytes] = []
@@ -335,6 +329,19 @@ class _Connection(asyncio.Protocol):
             self._body(pieces[0] if len(pieces) == 1 else b"".join(pieces), now)
         if self.phase is _Phase.TRAILERS and self.exchange is not None:
             self._trailers(now)
+
+    def _one_chunk(self, data: bytes, now: float) -> bool:
+        """The common read: exactly one whole non-empty chunk (one event). Handled
+        without the general loop; False when ``data`` is anything else."""
+        end = data.find(b"\r\n")
+        if end <= 0:
+            return False
+        start = end + 2
+        stop = start + _chunk_size(data[:end])
+        if stop == start or len(data) != stop + 2 or not data.endswith(b"\r\n"):
+            return False
+        self._body(data[start:stop], now)
+        return True
 
     def _trailers(self, now: float) -> None:
         """After the last chunk: an empty line, or trailer fields and an empty line."""
