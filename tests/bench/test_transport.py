@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from servekit.bench.client import BenchClient, RequestSpec, Trace
+from servekit.bench.transport import Origin
+from servekit.errors import UsageError
 from servekit.package.models import Api
 
 # (connection number, request number on it) -> pieces to send, or None to close silently
@@ -121,8 +123,10 @@ def _chunked(body: bytes, size: int = 40) -> bytes:
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
 
 
-def _send(server: _Server, count: int = 1, body: bytes = b'{"prompt":"x"}') -> list[Trace]:
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+def _send(
+    server: _Server, count: int = 1, body: bytes = b'{"prompt":"x"}', prefix: str = ""
+) -> list[Trace]:
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}{prefix}"
 
     async def main() -> list[Trace]:
         async with BenchClient(endpoint, Api.COMPLETIONS, timeout_s=2.0) as client:
@@ -228,3 +232,13 @@ def test_send_time_is_when_the_last_byte_left(scripted: Callable[..., _Server]) 
     assert trace.error is None, trace.error
     assert trace.t_send - trace.t_start > 0.05
     assert trace.state.t_first_event is not None and trace.t_send <= trace.state.t_first_event
+
+
+def test_endpoint_path_prefix_and_non_urls(scripted: Callable[..., _Server]) -> None:
+    raw = SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(_events("a"))
+    server = scripted(lambda c, r: [raw])
+    (trace,) = _send(server, prefix="/proxy/")
+    assert trace.error is None
+    assert server.seen.heads[0].startswith(b"POST /proxy/v1/completions HTTP/1.1\r\n")
+    with pytest.raises(UsageError, match="not an http"):
+        Origin.parse("127.0.0.1:8000")
