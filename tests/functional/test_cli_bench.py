@@ -12,26 +12,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.functional.helpers import ROOT, SERVEKIT, servekit
+
 TTFT_MS, ITL_MS = 120.0, 15.0
-
-
-def servekit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "servekit.cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[str]:
     args = ["sim", "serve", "--port", "0", "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "servekit.cli.main", *args],
+        [*SERVEKIT, *args],
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,

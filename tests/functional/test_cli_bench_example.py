@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.functional.helpers import ROOT, servekit
+
 EXAMPLE = ROOT / "examples" / "packages" / "tiny-sim"
-
-
-def servekit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "servekit.cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def test_example_evidence_was_written_by_the_harness_against_the_simulator() -> None:

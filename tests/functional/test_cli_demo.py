@@ -6,7 +6,7 @@ from pathlib import Path
 
 from servekit.receipts.keys import load_trust_store
 from servekit.verify.kit import verify_kit
-from tests.functional.test_cli_package import ROOT, servekit
+from tests.functional.helpers import ROOT, servekit
 
 
 def test_demo_builds_and_verifies_a_kit_per_example(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from servekit.cli.main import main
-from tests.functional.test_cli_package import servekit
+from tests.functional.helpers import servekit
 from tests.kit.helpers import ASSETS, EXAMPLES, KEYS, PACKAGE_DIR, private_key
 
 CASES = {

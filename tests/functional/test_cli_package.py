@@ -1,24 +1,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.functional.helpers import ROOT, servekit
 from tests.package.factories import edit_definition, write_package
 
-ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
-
-
-def servekit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "servekit.cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def test_k3_check_lists_every_figure_as_reported() -> None:

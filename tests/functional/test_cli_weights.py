@@ -7,17 +7,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from servekit.hub.hashing import MAP_MIN_BYTES, READ_BUFFER
+from tests.functional.helpers import ROOT
+from tests.functional.helpers import servekit as run_servekit
 from tests.hubserver import GRANTED_TOKEN, FakeRepo, HubServer, hub_server, model_files
 
 __all__ = ["hub_server"]
 
-ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
 BIG = "model-00001-of-00002.safetensors"
 CONFIG = b'{"layers": 2}'
@@ -26,14 +26,7 @@ CONFIG = b'{"layers": 2}'
 def servekit(
     *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "servekit.cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
+    result = run_servekit(*args, env=env, cwd=cwd)
     assert "Traceback" not in result.stderr, result.stderr
     return result
 

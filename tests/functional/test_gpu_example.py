@@ -8,10 +8,9 @@ from pathlib import Path
 
 from servekit.hub.pinfile import read_pin
 from servekit.package import check, load_package
-from tests.functional.test_cli_package import servekit
+from tests.functional.helpers import ROOT, servekit
 from tests.package.factories import edit_definition
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "packages" / "llama-850m-h200"
 
 
