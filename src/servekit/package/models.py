@@ -214,14 +214,6 @@ class Parameters(Model):
     notes: str | None = None
 
 
-class FilePin(Model):
-    """One file of the pinned model tree (see docs/digest.md)."""
-
-    path: RelPath
-    size: int = Field(ge=0)
-    sha256: Sha256Hex
-
-
 class ModelPin(Model):
     """The upstream model at an immutable Hugging Face commit."""
 
