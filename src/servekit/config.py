@@ -22,10 +22,6 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    database_url: str = Field(
-        default="sqlite:///servekit.db",
-        description="SQLAlchemy URL of the store database (SQLite by default, PostgreSQL at scale).",
-    )
     examples_dir: Path = Field(
         default=Path("examples/packages"),
         description="Directory holding the example package definitions used by `servekit demo`.",

@@ -11,6 +11,7 @@ from rich.markup import escape
 from servekit import __version__, progress
 from servekit.cli import bench, catalog, demo, keys, kit, model, package, sim, verify
 from servekit.cli.output import stderr
+from servekit.config import load_settings
 from servekit.errors import Error
 
 app = typer.Typer(
@@ -60,7 +61,7 @@ def _root(
 ) -> None:
     """Global options apply to every command."""
     _state["verbose"] = verbose
-    progress.set_enabled(not quiet)
+    progress.set_enabled(not quiet and load_settings().progress)
 
 
 def _render(exc: Error) -> int:
