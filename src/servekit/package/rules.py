@@ -200,6 +200,7 @@ class CheckReport:
 class _Context:
     loaded: LoadedPackage
     _evidence: dict[str, Evidence] = field(default_factory=dict)
+    _summaries: dict[tuple[str, int], GroupSummary | None] = field(default_factory=dict)
 
     @property
     def package(self) -> Package:
@@ -221,10 +222,13 @@ class _Context:
         return self._evidence[run_id]
 
     def summary(self, run_id: str, concurrency: int) -> GroupSummary | None:
-        ev = self.evidence(run_id)
-        if ev is None or not ev.measured(concurrency):
-            return None
-        return summarize(ev.requests, concurrency)
+        """One summary per (run, concurrency), however many rules and figures ask for it."""
+        key = (run_id, concurrency)
+        if key not in self._summaries:
+            ev = self.evidence(run_id)
+            measured = ev is not None and ev.measured(concurrency)
+            self._summaries[key] = summarize(ev.requests, concurrency) if ev and measured else None
+        return self._summaries[key]
 
     def recompute(self, fig: Figure, run_id: str) -> float | None:
         summary = self.summary(run_id, fig.concurrency)
