@@ -25,6 +25,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "verify": FRONT_ENDS | {"kit", "bench", "catalog"},
     "kit": FRONT_ENDS | {"verify", "bench", "catalog"},
     "catalog": FRONT_ENDS,
+    "fit": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
 }
 
 

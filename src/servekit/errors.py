@@ -23,6 +23,11 @@ Exit codes (documented in ``docs/cli.md``):
 14    verification failed: receipt subjects do not match
 15    verification failed: unsafe or malformed archive
 16    verification failed: a file could not be read
+45    fit: the model, its weights' headers or the layout cannot be sized
+46    fit: config.json names no known architecture or lacks a field
+47    fit: unknown GPU name
+48    fit: the parallel layout does not suit the model
+49    fit: a safetensors header is malformed
 ====  ==========================================================
 """
 
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "ArchitectureError",
     "BenchError",
     "ClaimRuleError",
     "ClaimViolation",
@@ -40,11 +46,15 @@ __all__ = [
     "EvidenceError",
     "ExtraFileError",
     "FileChangedError",
+    "FitError",
+    "GpuNameError",
+    "HeaderError",
     "HubError",
     "MissingFileError",
     "PackageError",
     "PackageFileError",
     "PackageSchemaError",
+    "ParallelLayoutError",
     "ReadError",
     "SignatureError",
     "SigningKeyError",
@@ -286,3 +296,36 @@ class ReadError(VerificationError):
     """A file could not be read while verifying (permissions, I/O error, loop)."""
 
     exit_code = 16
+
+
+# --- hardware fit ---------------------------------------------------------------
+
+
+class FitError(Error):
+    """A fit prediction cannot be made: the model, its headers or the layout cannot be sized."""
+
+    exit_code = 45
+
+
+class ArchitectureError(FitError):
+    """``config.json`` is missing, names no known architecture, or lacks a field a fit needs."""
+
+    exit_code = 46
+
+
+class GpuNameError(FitError):
+    """The GPU name is not in servekit's GPU table."""
+
+    exit_code = 47
+
+
+class ParallelLayoutError(FitError):
+    """The parallel layout does not suit the model (TP vs heads, EP without MoE)."""
+
+    exit_code = 48
+
+
+class HeaderError(FitError):
+    """A safetensors file's header is truncated or is not the JSON the format requires."""
+
+    exit_code = 49

@@ -1,0 +1,222 @@
+"""The architecture of a model, read from its ``config.json``.
+
+Multimodal wrappers keep the language model's fields in ``text_config`` (Llama 4,
+Kimi K3, Qwen-VL); ``quantization_config`` may sit at either level. Only the
+fields a fit needs are read; a missing one is an :class:`ArchitectureError`
+that names it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servekit.errors import ArchitectureError
+
+# architecture name -> family; the family decides which fields are needed
+FAMILIES: dict[str, str] = {
+    "LlamaForCausalLM": "dense",
+    "MistralForCausalLM": "dense",
+    "Qwen2ForCausalLM": "dense",
+    "Qwen3ForCausalLM": "dense",
+    "Gemma2ForCausalLM": "dense",
+    "Gemma3ForCausalLM": "dense",
+    "Phi3ForCausalLM": "dense",
+    "GraniteForCausalLM": "dense",
+    "MixtralForCausalLM": "moe",
+    "Qwen2MoeForCausalLM": "moe",
+    "Qwen3MoeForCausalLM": "moe",
+    "Llama4ForConditionalGeneration": "moe",
+    "Llama4ForCausalLM": "moe",
+    "GptOssForCausalLM": "moe",
+    "DeepseekV2ForCausalLM": "mla",
+    "DeepseekV3ForCausalLM": "mla",
+    "DeepseekV32ForCausalLM": "mla",
+    "KimiK2ForCausalLM": "mla",
+    "KimiK3ForConditionalGeneration": "mla",
+    "KimiVLForConditionalGeneration": "mla",
+}
+
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float": 4, "half": 2}
+
+
+def _first(cfg: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        if cfg.get(name) is not None:
+            return cfg[name]
+    return None
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What a fit needs to know about the language model."""
+
+    name: str
+    family: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    intermediate: int
+    dtype_bytes: int
+    tie_embeddings: bool
+    max_position: int
+    experts: int = 0
+    moe_intermediate: int = 0
+    shared_intermediate: int = 0
+    moe_layers: frozenset[int] = frozenset()
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_nope: int = 0
+    qk_rope: int = 0
+    v_head_dim: int = 0
+    attention_bias: bool = False
+    sliding_window: int | None = None
+    layer_types: tuple[str, ...] = ()
+    linear_state_bytes: int = 0  # per layer per request, linear-attention layers
+    quantization: dict[str, Any] = field(default_factory=dict)
+    multimodal: bool = False
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.family == "mla"
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """``config.json`` as a dict, or an :class:`ArchitectureError` that says why not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ArchitectureError(
+            f"{path}: no config.json", hint="pass a model directory that holds config.json"
+        ) from exc
+    except (OSError, ValueError) as exc:
+        raise ArchitectureError(f"{path}: not readable JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ArchitectureError(f"{path}: config.json is not a JSON object")
+    return data
+
+
+def _need(cfg: dict[str, Any], name: str, *aliases: str, source: str) -> int:
+    value = _first(cfg, name, *aliases)
+    if not isinstance(value, int):
+        raise ArchitectureError(
+            f"{source}: the config has no {name!r}, which a fit needs",
+            hint=f"pass a complete config.json (it must set {name})",
+        )
+    return value
+
+
+def _architecture_name(cfg: dict[str, Any], source: str) -> str:
+    names = cfg.get("architectures") or []
+    if not names:
+        raise ArchitectureError(
+            f"{source}: the config names no architecture (no 'architectures' list)",
+            hint="pass the model's own config.json, which lists its architecture",
+        )
+    name = str(names[0])
+    if name not in FAMILIES:
+        raise ArchitectureError(
+            f"{source}: architecture {name!r} is not one servekit fit knows",
+            hint="known architectures: " + ", ".join(sorted(FAMILIES)),
+        )
+    return name
+
+
+def _moe_layers(text: dict[str, Any], layers: int, name: str) -> frozenset[int]:
+    if name.startswith(("Deepseek", "Kimi")):
+        first_dense = int(text.get("first_k_dense_replace") or 0)
+        step = int(text.get("moe_layer_freq") or 1)
+        return frozenset(i for i in range(first_dense, layers) if i % step == 0)
+    if name.startswith("Llama4"):
+        step = int(text.get("interleave_moe_layer_step") or 1)
+        return frozenset(i for i in range(layers) if (i + 1) % step == 0)
+    dense = set(text.get("mlp_only_layers") or [])
+    step = int(text.get("decoder_sparse_step") or 1)
+    return frozenset(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
+
+
+def _experts(text: dict[str, Any]) -> int:
+    return int(_first(text, "n_routed_experts", "num_local_experts", "num_experts") or 0)
+
+
+def _linear_state(text: dict[str, Any]) -> int:
+    """Bytes of one linear-attention layer's recurrent state per request (float32)."""
+    heads = int(text.get("linear_num_value_heads") or 0)
+    k_dim = int(text.get("linear_key_head_dim") or 0)
+    v_dim = int(text.get("linear_value_head_dim") or 0)
+    return heads * k_dim * v_dim * 4
+
+
+def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
+    """Read the language model's architecture from a parsed ``config.json``."""
+    name = _architecture_name(cfg, source)
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    assert isinstance(text, dict)
+    hidden = _need(text, "hidden_size", source=source)
+    layers = _need(text, "num_hidden_layers", source=source)
+    heads = _need(text, "num_attention_heads", source=source)
+    vocab = _need(text, "vocab_size", source=source)
+    kv_heads = int(_first(text, "num_key_value_heads") or heads)
+    head_dim = int(_first(text, "head_dim") or hidden // heads)
+    family = FAMILIES[name]
+    experts = _experts(text)
+    if family in ("moe",) and not experts:
+        _need(text, "num_local_experts", "n_routed_experts", "num_experts", source=source)
+    intermediate = int(_first(text, "intermediate_size", "intermediate_size_mlp") or 0)
+    if family == "dense" and not intermediate:
+        _need(text, "intermediate_size", source=source)
+    moe_inter = int(_first(text, "moe_intermediate_size", "intermediate_size") or 0)
+    if name.startswith("Llama4"):
+        intermediate = int(text.get("intermediate_size_mlp") or intermediate)
+        moe_inter = int(text.get("intermediate_size") or moe_inter)
+    shared = int(text.get("shared_expert_intermediate_size") or 0)
+    if not shared and text.get("n_shared_experts"):
+        shared = int(text["n_shared_experts"]) * moe_inter
+    if name.startswith("Llama4"):
+        shared = moe_inter
+    mla = family == "mla"
+    if mla:
+        for field_name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            _need(text, field_name, source=source)
+    quant = cfg.get("quantization_config") or text.get("quantization_config") or {}
+    dtype = str(_first(text, "torch_dtype", "dtype") or _first(cfg, "torch_dtype", "dtype") or "")
+    return Architecture(
+        name=name,
+        family=family,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab=vocab,
+        intermediate=intermediate,
+        dtype_bytes=_DTYPE_BYTES.get(dtype, 2),
+        tie_embeddings=bool(_first(text, "tie_word_embeddings") or cfg.get("tie_word_embeddings")),
+        max_position=int(_first(text, "max_position_embeddings") or 4096),
+        experts=experts,
+        moe_intermediate=moe_inter if experts else 0,
+        shared_intermediate=shared if experts else 0,
+        moe_layers=_moe_layers(text, layers, name) if experts else frozenset(),
+        kv_lora_rank=int(text.get("kv_lora_rank") or 0),
+        q_lora_rank=int(text.get("q_lora_rank") or 0),
+        qk_nope=int(text.get("qk_nope_head_dim") or 0),
+        qk_rope=int(text.get("qk_rope_head_dim") or 0),
+        v_head_dim=int(text.get("v_head_dim") or 0),
+        attention_bias=bool(text.get("attention_bias")) or name.startswith("Qwen2"),
+        sliding_window=text.get("sliding_window")
+        if isinstance(text.get("sliding_window"), int)
+        else None,
+        layer_types=tuple(str(t) for t in text.get("layer_types") or ()),
+        linear_state_bytes=_linear_state(text),
+        quantization=dict(quant) if isinstance(quant, dict) else {},
+        multimodal=text is not cfg,
+    )
