@@ -12,6 +12,7 @@ It answers the routes ``huggingface_hub`` (2.x) calls, with the headers it reads
   support; an LFS file answers ``302`` to a second server on another port (the
   "CDN") with ``X-Repo-Commit``, ``X-Linked-Etag`` (its sha256), ``X-Linked-Size``
   and ``Location``, and the CDN serves the bytes without the token, as the Hub does.
+  ``HubServer.sent`` counts the body bytes served per file sha256 (range reads included).
 
 Errors carry the ``X-Error-Code`` / ``X-Error-Message`` headers ``huggingface_hub``
 maps to its exceptions: ``RepoNotFound`` (unknown or private repository), ``RevisionNotFound``
@@ -161,6 +162,7 @@ class HubServer:
         self.repos: dict[str, FakeRepo] = {}
         self.tokens: dict[str, set[str]] = {GRANTED_TOKEN: set(), UNGRANTED_TOKEN: set()}
         self.requests: list[tuple[str, str]] = []
+        self.sent: dict[str, int] = {}  # body bytes served per file, by its sha256
         self._lock = threading.Lock()
         self._hub = _serve(self, cdn=False)
         self._cdn = _serve(self, cdn=True)
@@ -183,6 +185,10 @@ class HubServer:
     def log(self, method: str, path: str) -> None:
         with self._lock:
             self.requests.append((method, path))
+
+    def count_sent(self, sha256: str, n: int) -> None:
+        with self._lock:
+            self.sent[sha256] = self.sent.get(sha256, 0) + n
 
     def requested(self, pattern: str) -> list[tuple[str, str]]:
         with self._lock:
@@ -374,6 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "GET" and spec.size:
             for chunk in spec.chunks(start, end):
                 self.wfile.write(chunk)
+                self.hub.count_sent(spec.sha256, len(chunk))
 
     # -- routes ---------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from servekit.fit import PackageFit, package_fit
+from servekit.fit.models import GIB
 from servekit.package.load import LoadedPackage
 from servekit.package.models import Figure, MeasurementStatus, Package, Provenance
 from servekit.package.rules import CheckReport, FigureResult
@@ -65,6 +67,8 @@ class Card(BaseModel):
     maintenance: str
     checks_pass: bool
     violations: tuple[str, ...]
+    floor_measured: str = "not measured"
+    floor_predicted: str = "no prediction"
 
 
 def _badge(fig: Figure, result: FigureResult) -> tuple[Badge, str]:
@@ -97,6 +101,28 @@ def _weights(pkg: Package) -> str:
     return (
         f"about {gb:,.1f} GB in {pkg.model.shard_count} files, pulled by your node from "
         f"huggingface.co/{pkg.model.repo} at {pkg.model.commit[:12]}; the kit holds zero weight bytes"
+    )
+
+
+def _floor_measured(pkg: Package) -> str:
+    floor = pkg.hardware.floor
+    if floor is None or floor.weights_per_gpu_gib is None:
+        return "not measured"
+    where = f" on {floor.measured_on}" if floor.measured_on else ""
+    return f"{floor.weights_per_gpu_gib:.2f} GiB of weights per GPU{where}"
+
+
+def _floor_predicted(fit: PackageFit | None) -> str:
+    if fit is None:
+        return "no prediction: the package carries no model/config.json"
+    r = fit.result
+    text = (
+        f"{r.weights_bytes_per_gpu / GIB:.2f} GiB of weights per GPU ({r.basis.value} basis); "
+        f"on {r.gpu.name}: {'fits' if r.fits else 'does not fit'}, "
+        f"margin {r.margin_bytes / GIB:+.2f} GiB per GPU"
+    )
+    return text + (
+        f". Contradicts the measured floor: {fit.contradiction}" if fit.contradiction else ""
     )
 
 
@@ -136,4 +162,6 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
         ),
         checks_pass=report.ok,
         violations=tuple(f"{v.rule} {v.field}: {v.message}" for v in report.violations),
+        floor_measured=_floor_measured(pkg),
+        floor_predicted=_floor_predicted(package_fit(loaded)),
     )

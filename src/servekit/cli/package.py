@@ -9,6 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from servekit.cli.output import print_json, stdout
+from servekit.fit import PackageFit, package_fit
+from servekit.fit.models import GIB
 from servekit.package import CheckReport, check, load_package
 from servekit.package.models import Provenance
 from servekit.package.rules import RULES
@@ -46,6 +48,27 @@ def render_report(report: CheckReport) -> None:
         stdout.print("[green]✓ every claim is carried by the evidence[/]")
 
 
+def render_fit(fit: PackageFit | None) -> None:
+    """The predicted floor for the package's own target, beside its measured one."""
+    if fit is None:
+        stdout.print(
+            "memory floor: no prediction (the package carries no model/config.json; "
+            "`servekit fit --package DIR` predicts from the pinned commit's headers)"
+        )
+        return
+    r = fit.result
+    measured = f"{fit.floor_gib:.2f} GiB" if fit.floor_gib is not None else "not measured"
+    verdict = "fits" if r.fits else "does not fit"
+    stdout.print(
+        f"memory floor, weights per GPU: measured {measured}, predicted "
+        f"{r.weights_bytes_per_gpu / GIB:.2f} GiB ({r.basis.value} basis, stated error "
+        f"{fit.stated_error * 100:.0f} %); predicted on the target {r.gpu.name}: {verdict}, "
+        f"margin {r.margin_bytes / GIB:+.2f} GiB"
+    )
+    if fit.contradiction:
+        stdout.print(f"[red]✗ floor contradicted:[/] {escape(fit.contradiction)}")
+
+
 @app.command("check")
 def check_command(
     directory: Path = typer.Argument(..., help="Package directory (holds package.yaml)."),
@@ -55,13 +78,18 @@ def check_command(
 
     Exit status: 0 when every claim holds, 4 when a claim rule refuses a figure
     (each violation names the rule id, the field and the fix), 3 when the package
-    cannot be loaded. docs/rules.md explains each rule.
+    cannot be loaded. docs/rules.md explains each rule. Also prints the predicted
+    memory floor beside the measured one, flagging a floor the prediction contradicts
+    (docs/fit.md).
     """
-    report = check(load_package(directory))
+    loaded = load_package(directory)
+    report = check(loaded)
+    fit = package_fit(loaded)
     if as_json:
-        print_json(report.as_dict())
+        print_json({**report.as_dict(), "fit": fit.as_dict() if fit else None})
     else:
         render_report(report)
+        render_fit(fit)
     if not report.ok:
         raise typer.Exit(code=4)
 

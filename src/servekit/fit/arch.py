@@ -80,6 +80,7 @@ class Architecture:
     linear_state_bytes: int = 0  # per layer per request, linear-attention layers
     quantization: dict[str, Any] = field(default_factory=dict)
     multimodal: bool = False
+    vision_params: int = 0  # estimated from vision_config: encoder layers and projector
 
     @property
     def is_moe(self) -> bool:
@@ -156,6 +157,18 @@ def _linear_state(text: dict[str, Any]) -> int:
     return heads * k_dim * v_dim * 4
 
 
+def _vision_params(cfg: dict[str, Any], text_hidden: int) -> int:
+    """A vision encoder's parameters: attention (4 h^2) and MLP (2 h i) per layer, a projector."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, dict):
+        return 0
+    hidden = int(_first(vision, "hidden_size", "embed_dim") or 0)
+    layers = int(_first(vision, "num_hidden_layers", "depth") or 0)
+    inter = int(_first(vision, "intermediate_size") or 4 * hidden)
+    out = int(_first(vision, "vision_output_dim", "out_hidden_size") or hidden)
+    return layers * (4 * hidden * hidden + 2 * hidden * inter) + out * text_hidden
+
+
 def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
     """Read the language model's architecture from a parsed ``config.json``."""
     name = _architecture_name(cfg, source)
@@ -219,4 +232,5 @@ def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
         linear_state_bytes=_linear_state(text),
         quantization=dict(quant) if isinstance(quant, dict) else {},
         multimodal=text is not cfg,
+        vision_params=_vision_params(cfg, hidden),
     )

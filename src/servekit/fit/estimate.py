@@ -150,6 +150,8 @@ def tensors(arch: Architecture) -> list[Tensor]:
     out = [_linear("model.embed_tokens", arch.vocab, h, arch), _norm("model.norm", h, arch)]
     if not arch.tie_embeddings:
         out.append(_linear("lm_head", arch.vocab, h, arch))
+    if arch.vision_params:
+        out.append(_t("vision_model.estimated.weight", arch.vision_params * arch.dtype_bytes))
     for i in range(arch.layers):
         p = f"model.layers.{i}"
         out += _attention(f"{p}.self_attn", arch)

@@ -8,6 +8,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 GIB = 1 << 30
 
+# The ``--json`` keys docs/fit.md promises to keep; more detail follows them.
+STABLE_JSON_KEYS = (
+    "weights_gib_per_gpu",
+    "kv_bytes_per_token_per_gpu",
+    "kv_cache_gib_per_gpu",
+    "max_tokens_in_kv_cache",
+    "fits",
+    "margin_gib",
+    "basis",
+    "reasons",
+)
+
 
 class Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -98,9 +98,10 @@ def _contradiction(result: FitResult, floor: float | None, error: float) -> str 
     if abs(off) <= error:
         return None
     return (
-        f"the measured floor of {floor:.2f} GiB of weights per GPU differs from the predicted "
-        f"{predicted:.2f} GiB by {off * 100:+.1f} %, more than the prediction's stated "
-        f"{error * 100:.0f} % ({result.basis.value} basis): check the floor's layout and figure"
+        f"the predicted {predicted:.2f} GiB of weights per GPU is {abs(off) * 100:.1f} % "
+        f"{'below' if off < 0 else 'above'} the measured floor of {floor:.2f} GiB, more than "
+        f"the prediction's stated {error * 100:.0f} % ({result.basis.value} basis): check the "
+        "floor's figure and the layout it was measured at"
     )
 
 

@@ -1,0 +1,3 @@
+from tests.hubserver import hub_server
+
+__all__ = ["hub_server"]
