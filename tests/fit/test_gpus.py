@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from servekit.fit.gpus import lookup, table
 
 NAMED = (
@@ -35,3 +37,9 @@ def test_unmeasured_figures_are_below_what_was_measured_for_a_like_gpu() -> None
     assert b200.usable_measured
     assert b200.total_gb * 1e9 / 2**30 < b200.usable_gib
     assert all(not g.usable_measured for g in (lookup("B300"), lookup("GB200"), lookup("MI300X")))
+
+
+def test_the_documented_table_is_the_data_file() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "fit.md").read_text()
+    for gpu in table().values():
+        assert f"| {gpu.name} | {gpu.total_gb:g} | {gpu.usable_gib:.2f} |" in doc, gpu.name

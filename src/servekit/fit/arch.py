@@ -1,7 +1,7 @@
 """The architecture of a model, read from its ``config.json``.
 
 Multimodal wrappers keep the language model's fields in ``text_config`` (Llama 4,
-Kimi K3, Qwen-VL); ``quantization_config`` may sit at either level. Only the
+Kimi-VL); ``quantization_config`` may sit at either level. Only the
 fields a fit needs are read; a missing one is an :class:`ArchitectureError`
 that names it.
 """
@@ -33,9 +33,6 @@ FAMILIES: dict[str, str] = {
     "GptOssForCausalLM": "moe",
     "DeepseekV2ForCausalLM": "mla",
     "DeepseekV3ForCausalLM": "mla",
-    "DeepseekV32ForCausalLM": "mla",
-    "KimiK2ForCausalLM": "mla",
-    "KimiK3ForConditionalGeneration": "mla",
     "KimiVLForConditionalGeneration": "mla",
 }
 
