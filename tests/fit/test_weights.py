@@ -162,3 +162,10 @@ def test_packed_4bit_bytes_come_from_the_headers_not_parameter_counts(tmp_path: 
     assert math.isclose(
         result.weights_bytes_per_gpu / 2**30, result.as_json()["weights_gib_per_gpu"], abs_tol=1e-4
     )  # type: ignore[arg-type]
+
+
+def test_a_float32_checkpoint_is_served_in_16_bits(tmp_path: Path) -> None:
+    shapes = llama_shapes(LLAMA)
+    model = write_model(tmp_path, {**LLAMA, "torch_dtype": "float32"}, shapes, dtype="float32")
+    result = predict(from_directory(model), FitOptions(gpu="H200"))
+    assert result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2

@@ -36,7 +36,8 @@ FAMILIES: dict[str, str] = {
     "KimiVLForConditionalGeneration": "mla",
 }
 
-_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float": 4, "half": 2}
+# vLLM's --dtype auto loads a float32 checkpoint in 16 bits, so every dtype here is 2 bytes
+_DTYPE_BYTES = {"float32": 2, "float16": 2, "bfloat16": 2, "float": 2, "half": 2}
 
 
 def _first(cfg: dict[str, Any], *names: str) -> Any:
