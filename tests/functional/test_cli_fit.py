@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from servekit.fit.models import STABLE_JSON_KEYS
@@ -95,3 +96,27 @@ def test_fit_package_with_a_local_copy_uses_the_package_target(tmp_path: Path) -
     data = json.loads(result.stdout)
     assert data["prediction"]["gpu"] == "H200"
     assert data["measured_floor_weights_gib"] == 1.59
+
+
+def test_fit_package_reads_the_pinned_commit_on_the_hub(
+    hub_server: HubServer, tmp_path: Path
+) -> None:
+    config = {**LLAMA, "vocab_size": 4096}
+    model = write_model(tmp_path / "m", config, llama_shapes(config), shards=2)
+    files = [RepoFileSpec.from_bytes(p.name, p.read_bytes()) for p in sorted(model.iterdir())]
+    commit = hub_server.add_repo(FakeRepo("fit-cli/pinned")).commit(files)
+    package = Path(shutil.copytree(EXAMPLES / "llama-850m-h200", tmp_path / "pkg"))
+    (package / "model" / "config.json").unlink()  # the Hub's config, not a vendored one
+    text = (package / "package.yaml").read_text()
+    text = text.replace("servekit-examples/llama-850m-seed0", "fit-cli/pinned")
+    text = text.replace("c421cee2eeb7395b146335754e14ae3902317c9a", commit)
+    (package / "package.yaml").write_text(text)
+    result = servekit("fit", "--package", str(package), "--json", env=hub_server.env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["prediction"]["basis"] == "headers"
+    assert data["prediction"]["model"] == f"fit-cli/pinned@{commit}"
+    assert data["prediction"]["gpu"] == "H200"
+    assert data["measured_floor_weights_gib"] == 1.59
+    # the pinned tiny model is not the 850M one the floor was measured on: flagged
+    assert "below the measured floor of 1.59 GiB" in data["contradiction"]
