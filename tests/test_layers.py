@@ -25,6 +25,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "verify": FRONT_ENDS | {"kit", "bench", "catalog"},
     "kit": FRONT_ENDS | {"verify", "bench", "catalog"},
     "catalog": FRONT_ENDS,
+    "feed": FRONT_ENDS | {"bench", "kit", "catalog", "replay"},
+    "replay": FRONT_ENDS | {"kit", "catalog", "feed"},
 }
 
 
