@@ -21,7 +21,7 @@ from servekit.errors import (
 )
 from servekit.feed import build_feed, check_kit_feed, sign_feed_file, verify_feed
 from servekit.feed.models import BadEngine, BadModel, RetractedFigure, Retraction, RevokedPackage
-from servekit.feed.sign import parse_duration
+from servekit.feed.sign import load_feed_source, parse_duration
 from servekit.feed.state import read_state
 from servekit.receipts.canonical import canonical_json
 from servekit.receipts.dsse import b64decode, b64encode
@@ -265,3 +265,11 @@ def test_durations(text: str, seconds: int) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(UsageError):
         parse_duration(text)
+
+
+def test_the_example_feed_loads() -> None:
+    source = load_feed_source(ROOT / "examples" / "feed" / "feed.yaml")
+    assert len(source.retractions) == 5
+    assert {r.kind for r in source.retractions} == {
+        "package_version", "figure", "engine_build", "model_commit"
+    }  # fmt: skip
