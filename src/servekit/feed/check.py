@@ -30,7 +30,6 @@ from servekit.errors import (
     FeedMalformedError,
     FeedRollbackError,
     FeedSignatureError,
-    MissingFileError,
     RevokedError,
     SignatureError,
     UsageError,
@@ -46,14 +45,15 @@ from servekit.feed.models import (
     RevokedPackage,
 )
 from servekit.feed.state import Mark, read_state, write_state
-from servekit.package.load import load_package, parse_package
+from servekit.package.load import load_package
 from servekit.package.models import EnginePin, Package
 from servekit.receipts.canonical import canonical_json, sha256_hex
 from servekit.receipts.dsse import decode_envelope
-from servekit.receipts.formats import DIGEST_ALGORITHM, PACKAGE_FILE, STATEMENT_TYPE
+from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import TrustStore
 from servekit.receipts.signing import verify_envelope
 from servekit.verify.archive import read_kit
+from servekit.verify.contents import kit_package
 
 
 @dataclass(frozen=True)
@@ -231,22 +231,12 @@ def check_package(feed: Feed, package: Package) -> tuple[RetractedFigure, ...]:
     )
 
 
-def kit_package(kit: Path) -> Package:
-    """The package.yaml of a kit (already verified by ``verify kit``)."""
-    data = read_kit(kit).get(PACKAGE_FILE)
-    if data is None:
-        raise MissingFileError(
-            "the kit holds no package.yaml", file=PACKAGE_FILE, expected="present", actual="absent"
-        )
-    return parse_package(Path(PACKAGE_FILE), data.decode("utf-8"))
-
-
 def check_kit_feed(
     kit: Path, feed: Path, trust: TrustStore, *, state_path: Path, now: dt.datetime | None = None
 ) -> FeedCheck:
     """Verify ``feed`` and hold the kit's package against it (``verify kit --feed``)."""
     verified = verify_feed(feed, trust, state_path=state_path, now=now)
-    return FeedCheck(verified, check_package(verified, kit_package(kit)))
+    return FeedCheck(verified, check_package(verified, kit_package(read_kit(kit))))
 
 
 def check_weights_feed(
@@ -264,7 +254,7 @@ def check_weights_feed(
     against the feed too.
     """
     verified = verify_feed(feed, trust, state_path=state_path)
-    package = kit_package(kit) if kit else None
+    package = kit_package(read_kit(kit)) if kit else None
     if package_dir is not None:
         package = load_package(package_dir).package
     if package is not None:

@@ -34,8 +34,8 @@ from servekit.replay.models import (
     Verdict,
     WorkloadResult,
 )
-from servekit.replay.run import kit_package
 from servekit.verify.archive import read_kit
+from servekit.verify.contents import kit_package
 
 
 def read_header(directory: Path) -> ReplayHeader:

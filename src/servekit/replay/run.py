@@ -25,11 +25,10 @@ from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.errors import ReplayError
 from servekit.package.evidence import RunHeader, parse_evidence
-from servekit.package.load import parse_package
 from servekit.package.models import Package, Workload
 from servekit.progress import Tracker
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import PACKAGE_FILE, RECEIPT_FILE, evidence_kit_path
+from servekit.receipts.formats import RECEIPT_FILE, evidence_kit_path
 from servekit.receipts.keys import TrustStore
 from servekit.replay.host import host_facts
 from servekit.replay.models import (
@@ -40,6 +39,7 @@ from servekit.replay.models import (
     WorkloadReplay,
 )
 from servekit.verify.archive import KitContents, read_kit
+from servekit.verify.contents import kit_package
 from servekit.verify.kit import KitVerification, verify_kit
 
 
@@ -84,13 +84,6 @@ def kit_ref(verified: KitVerification, receipt: bytes) -> KitRef:
         receipt_sha256=sha256_hex(receipt),
         kit_digest=verified.kit_digest,
     )
-
-
-def kit_package(kit: KitContents) -> Package:
-    data = kit.get(PACKAGE_FILE)
-    if data is None:
-        raise ReplayError(f"{kit.source} holds no {PACKAGE_FILE}")
-    return parse_package(Path(PACKAGE_FILE), data.decode("utf-8"))
 
 
 def recorded_header(kit: KitContents, package: Package, workload: str) -> RunHeader | None:
