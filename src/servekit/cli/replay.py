@@ -138,7 +138,9 @@ def compare_command(
     directory: Path = typer.Argument(..., help="The replay directory (bench replay --out)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     tolerance: float | None = typer.Option(
-        None, help="Tolerance in percent (default: the package's measurements.tolerance_pct)."
+        None,
+        min=0.0,
+        help="Tolerance in percent (default: the package's measurements.tolerance_pct).",
     ),
     sign: Path | None = typer.Option(
         None, "--sign", help="Sign the comparison as a reproduction with this private key."

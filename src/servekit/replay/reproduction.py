@@ -21,11 +21,11 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from servekit import __version__
-from servekit.errors import ReproductionError
+from servekit.errors import ReproductionError, SignatureError, UntrustedKeyError
 from servekit.receipts.canonical import canonical_json, sha256_hex
 from servekit.receipts.formats import DIGEST_ALGORITHM, RECEIPT_FILE, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, TrustStore
-from servekit.receipts.signing import sign_payload, verify_envelope
+from servekit.receipts.signing import VerifiedPayload, sign_payload, verify_envelope
 from servekit.replay.models import (
     RECEIPT_SUBJECT_PREFIX,
     REPRODUCTION_PREDICATE_TYPE,
@@ -174,6 +174,23 @@ def _check_evidence(statement: ReproductionStatement, replay_dir: Path) -> None:
             )
 
 
+def _verified(data: bytes, trust: TrustStore, file: str) -> VerifiedPayload:
+    """The envelope's signature, with the failure worded for a reproduction."""
+    try:
+        return verify_envelope(data, trust, file=file)
+    except SignatureError as exc:
+        cls = UntrustedKeyError if isinstance(exc, UntrustedKeyError) else SignatureError
+        what = "by a key that is not in the trust store" if cls is UntrustedKeyError else "invalid"
+        raise cls(
+            f"the reproduction's signature is {what}",
+            file=file,
+            expected=exc.expected,
+            actual=exc.actual,
+            hint="pass the replayer's public key with --trust (compare its key id with the one "
+            "they publish); a changed reproduction cannot be trusted",
+        ) from exc
+
+
 def verify_reproduction(
     path: Path, trust: TrustStore, *, kit: Path | None = None, replay_dir: Path | None = None
 ) -> tuple[ReproductionPredicate, str]:
@@ -185,7 +202,7 @@ def verify_reproduction(
         raise ReproductionError(
             "the reproduction cannot be read", file=file, actual=str(exc)
         ) from exc
-    verified = verify_envelope(data, trust, file=file)  # 1
+    verified = _verified(data, trust, file)  # 1
     statement = _statement(verified.payload, verified.key_id, file)  # 2
     _check_receipt(statement, kit, file)  # 3
     if replay_dir is not None:
