@@ -24,7 +24,7 @@ from tests.functional.helpers import EXAMPLES, ROOT, SERVEKIT, servekit
 from tests.kit.helpers import package_copy
 
 PROFILES = {"same": ("120", "15"), "slower": ("144", "18")}
-TOLERANCE_PCT = 10.0  # above a loaded 2-core machine's noise, below the 20 % slowdown
+TOLERANCE_PCT = 12.0  # above a loaded 2-core machine's noise; the slower profile is 16-20 % off
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,12 @@ def test_a_20_percent_slower_engine_is_worse_on_exactly_the_measured_figures(
     for fid in MEASURED:
         f = by_id[fid]
         assert f.diff_pct is not None
-        expected = -100 / 6 if f.metric.is_throughput else 20.0  # 1/1.2 - 1, and 1.2 - 1
-        assert f.diff_pct == pytest.approx(expected, abs=3.0)
+        # 1/1.2 - 1 = -16.7 % and 1.2 - 1 = +20 %, less a little of the publisher's own
+        # overhead; a loaded machine only makes the replay slower
+        if f.metric.is_throughput:
+            assert -50.0 < f.diff_pct < -15.0
+        else:
+            assert 18.0 < f.diff_pct < 50.0
     assert by_id["rps-reported"].verdict is Verdict.REPORTED
     assert not result.reproduced
 
