@@ -30,7 +30,7 @@ MEASURED = {
 
 
 def test_the_same_profile_reproduces_within_tolerance(kit: Path, replays: dict[str, Path]) -> None:
-    result = compare(kit, replays["same"])
+    result = compare(kit, replays["same"], tolerance_pct=TOLERANCE_PCT)
     verdicts = {f.id: f.verdict for f in result.figures}
     assert {k for k, v in verdicts.items() if v is Verdict.WITHIN} == MEASURED
     assert verdicts["rps-reported"] is Verdict.REPORTED
@@ -46,7 +46,7 @@ def test_the_same_profile_reproduces_within_tolerance(kit: Path, replays: dict[s
 def test_a_20_percent_slower_engine_is_worse_on_exactly_the_measured_figures(
     kit: Path, replays: dict[str, Path]
 ) -> None:
-    result = compare(kit, replays["slower"])
+    result = compare(kit, replays["slower"], tolerance_pct=TOLERANCE_PCT)
     by_id = {f.id: f for f in result.figures}
     assert {k for k, f in by_id.items() if f.verdict is Verdict.WORSE} == MEASURED
     for fid in MEASURED:
@@ -62,10 +62,18 @@ def test_a_20_percent_slower_engine_is_worse_on_exactly_the_measured_figures(
     assert not result.reproduced
 
 
+def test_the_packages_own_tolerance_by_default(kit: Path, replays: dict[str, Path]) -> None:
+    assert compare(kit, replays["slower"]).tolerance_pct == 2.0  # tiny-sim's tolerance_pct
+
+
 def test_a_reported_figure_shows_the_buyers_measurement(
     kit: Path, replays: dict[str, Path]
 ) -> None:
-    row = next(f for f in compare(kit, replays["same"]).figures if f.id == "rps-reported")
+    row = next(
+        f
+        for f in compare(kit, replays["same"], tolerance_pct=TOLERANCE_PCT).figures
+        if f.id == "rps-reported"
+    )
     assert row.provenance is Provenance.REPORTED and row.diff_pct is None
     assert row.buyer is not None and 4.0 < row.buyer < 8.0  # 4 streams of ~0.6 s requests
 
@@ -82,7 +90,7 @@ def test_buyer_values_are_what_the_claim_rules_recompute(
     )
     report = check(load_package(target))
     recomputed = {f.id: f.recomputed for f in report.figures}
-    for row in compare(kit, replays["slower"]).figures:
+    for row in compare(kit, replays["slower"], tolerance_pct=TOLERANCE_PCT).figures:
         if row.id in MEASURED:
             assert row.buyer == recomputed[row.id]
 
@@ -91,7 +99,7 @@ def test_a_missing_workload_is_reported_not_compared(kit: Path, replay_copy: Pat
     header = json.loads((replay_copy / "replay.json").read_text())
     header["skipped"], header["workloads"] = ["sim-short", "sim-long"], []
     (replay_copy / "replay.json").write_text(json.dumps(header))
-    result = compare(kit, replay_copy)
+    result = compare(kit, replay_copy, tolerance_pct=TOLERANCE_PCT)
     assert {f.verdict for f in result.figures} == {Verdict.NOT_REPLAYED, Verdict.RETRACTED}
     assert not any(w.replayed for w in result.workloads) and not result.reproduced
     done = servekit("bench", "compare", str(kit), str(replay_copy))

@@ -17,13 +17,17 @@ from servekit.replay import compare, sign_reproduction, verify_reproduction
 from servekit.replay.models import REPRODUCTION_PREDICATE_TYPE
 from tests.assets.make_kit_fixtures import private_key
 from tests.functional.helpers import servekit
-from tests.replay.conftest import Keys
+from tests.replay.conftest import TOLERANCE_PCT, Keys
 
 
 @pytest.fixture
 def signed(kit: Path, replay_copy: Path, keys: Keys) -> Path:
     path = replay_copy / "reproduction.dsse.json"
-    path.write_bytes(sign_reproduction(compare(kit, replay_copy), load_signing_key(keys.buyer)))
+    path.write_bytes(
+        sign_reproduction(
+            compare(kit, replay_copy, tolerance_pct=TOLERANCE_PCT), load_signing_key(keys.buyer)
+        )
+    )
     return path
 
 
@@ -92,7 +96,7 @@ def test_acceptance_compare_sign_and_verify(
     """As a buyer: compare (all within), sign; a slower engine's regressions are named."""
     same, out = replays["same"], tmp_path / "same.dsse.json"
     done = servekit("bench", "compare", str(kit), str(same), "--sign", str(keys.buyer),
-                    "--reproduction-out", str(out))  # fmt: skip
+                    "--reproduction-out", str(out), "--tolerance", "12")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "reproduced" in done.stdout and "reported: here is your measurement" in done.stdout
     verified = servekit("verify", "reproduction", str(out), "--trust", str(keys.buyer_pub),
@@ -100,7 +104,8 @@ def test_acceptance_compare_sign_and_verify(
     assert verified.returncode == 0, verified.stderr
     assert "6 within" in verified.stdout
 
-    slow = servekit("bench", "compare", str(kit), str(replays["slower"]), "--json")
+    slow = servekit("bench", "compare", str(kit), str(replays["slower"]), "--json",
+                    "--tolerance", "12")  # fmt: skip
     assert slow.returncode == 55
     rows = json.loads(slow.stdout)["figures"]
     assert sorted(r["id"] for r in rows if r["verdict"] == "worse") == sorted(
