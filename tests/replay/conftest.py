@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from servekit.kit.build import build_kit, write_kit
+from servekit.package.evidence import load_evidence
 from servekit.package.models import Source
 from tests.assets.make_kit_fixtures import private_key
 from tests.functional.helpers import EXAMPLES, ROOT, SERVEKIT, servekit
@@ -99,8 +100,14 @@ def kit(package_dir: Path, keys: Keys, tmp_path_factory: pytest.TempPathFactory)
     return out
 
 
+def recorded_model() -> str:
+    """The model name tiny-sim's publisher measured (what the replay asks for by default)."""
+    return load_evidence(EXAMPLES / "tiny-sim" / "evidence" / "run-1.jsonl").header.model
+
+
 def start_simulator(ttft_ms: str, itl_ms: str) -> tuple[subprocess.Popen[str], str]:
     args = ["sim", "serve", "--port", "0", "--ttft-ms", ttft_ms, "--itl-ms", itl_ms]
+    args += ["--model", recorded_model()]
     proc = subprocess.Popen([*SERVEKIT, *args], stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stderr is not None
     line = proc.stderr.readline()
