@@ -78,6 +78,9 @@ def weights_command(
     pin: Path | None = typer.Option(None, "--pin", help="A pin file (PIN.json)."),
     package: Path | None = typer.Option(None, "--package", help="A package directory."),
     kit: Path | None = typer.Option(None, "--kit", help="A kit (.tar.gz or directory)."),
+    trust: Path | None = typer.Option(
+        None, "--trust", help="With --feed: the publisher's key (or trust store) that signs it."
+    ),
     fetch: bool = typer.Option(
         False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
     ),
@@ -90,9 +93,6 @@ def weights_command(
     ),
     feed_state: Path | None = typer.Option(
         None, "--feed-state", help="State file of the last feed serial seen (default: cache dir)."
-    ),
-    trust: Path | None = typer.Option(
-        None, "--trust", help="The publisher's key (or trust store) that signs the feed."
     ),
 ) -> None:
     """Check every file of a model tree against its pin: names and sizes first, then sha256.
