@@ -9,6 +9,7 @@ import yaml
 from tests.assets.make_kit_fixtures import private_key
 from tests.feed.test_feed import KIT, MODEL, PUB
 from tests.functional.helpers import servekit
+from tests.kit.helpers import PACKAGE_DIR as PACKAGE
 
 
 def _source(path: Path, **lists: list[dict[str, str]]) -> Path:
@@ -63,7 +64,8 @@ def test_verify_weights_refuses_a_bad_model_commit(tmp_path: Path) -> None:
     done = servekit("verify", "weights", str(tmp_path / "model"), "--kit", str(KIT), "--feed",
                     str(feed), "--trust", str(PUB), "--feed-state", str(tmp_path / "b.json"))  # fmt: skip
     assert done.returncode == 54 and "replaced upstream" in done.stderr
-    no_trust = servekit("verify", "weights", str(tmp_path), "--kit", str(KIT), "--feed", str(feed))
+    no_trust = servekit("verify", "weights", str(tmp_path), "--package", str(PACKAGE), "--feed",
+                        str(feed))  # fmt: skip
     assert no_trust.returncode == 2 and "--feed needs --trust" in no_trust.stderr
 
 

@@ -218,7 +218,7 @@ def test_a_changed_feed_is_refused(tmp_path: Path, key: Path, state: Path) -> No
     statement = json.loads(b64decode(envelope["payload"]))
     statement["predicate"]["retractions"] = []  # hide the revocation
     envelope["payload"] = b64encode(canonical_json(statement))
-    feed.write_text(json.dumps(envelope))
+    feed.write_bytes(canonical_json(envelope))  # a well-formed envelope, a wrong signature
     with pytest.raises(FeedSignatureError):
         verify_feed(feed, TRUST, state_path=state, now=NOW)
 

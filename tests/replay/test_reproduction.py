@@ -61,7 +61,7 @@ def test_a_changed_payload_is_refused(signed: Path, keys: Keys) -> None:
     statement = _statement(signed)
     statement["predicate"]["tolerance_pct"] = 50.0  # type: ignore[index]
     envelope["payload"] = b64encode(canonical_json(statement))
-    signed.write_text(json.dumps(envelope))
+    signed.write_bytes(canonical_json(envelope))
     with pytest.raises(SignatureError):
         verify_reproduction(signed, load_trust_store(keys.buyer_pub))
 
