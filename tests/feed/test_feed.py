@@ -273,3 +273,11 @@ def test_the_example_feed_loads() -> None:
     assert {r.kind for r in source.retractions} == {
         "package_version", "figure", "engine_build", "model_commit"
     }  # fmt: skip
+
+
+def test_an_unwritable_state_file_is_a_usage_error(tmp_path: Path, key: Path) -> None:
+    feed = write_feed(tmp_path / "feed.json", key)
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="the feed state file cannot be"):
+        verify_feed(feed, TRUST, state_path=blocker / "feed-state.json", now=NOW)

@@ -68,8 +68,14 @@ def read_state(path: Path) -> FeedState:
 
 def write_state(path: Path, state: FeedState) -> None:
     """Replace the state file atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".feed-state-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(state.model_dump(mode="json"), fh, indent=2, sort_keys=True)
-    Path(tmp).replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".feed-state-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state.model_dump(mode="json"), fh, indent=2, sort_keys=True)
+        Path(tmp).replace(path)
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: the feed state file cannot be written: {exc.strerror}",
+            hint="pass --feed-state (or --state) with a writable path, or set SERVEKIT_CACHE_DIR",
+        ) from exc
