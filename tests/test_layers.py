@@ -26,6 +26,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "kit": FRONT_ENDS | {"verify", "bench", "catalog"},
     "catalog": FRONT_ENDS,
     "fit": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
+    "feed": FRONT_ENDS | {"bench", "kit", "catalog", "replay"},
+    "replay": FRONT_ENDS | {"kit", "catalog", "feed"},
 }
 
 

@@ -30,6 +30,10 @@ class Settings(BaseModel):
         default=True,
         description="Show progress bars on a terminal (they are always off when output is not a TTY).",
     )
+    cache_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".cache" / "servekit",
+        description="Where servekit keeps state between commands (the last feed serials seen).",
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

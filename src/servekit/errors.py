@@ -28,6 +28,14 @@ Exit codes (documented in ``docs/cli.md``):
 47    fit: unknown GPU name
 48    fit: the parallel layout does not suit the model
 49    fit: a safetensors header is malformed
+50    revocation feed: malformed
+51    revocation feed: bad or untrusted signature
+52    revocation feed: expired (freeze)
+53    revocation feed: older than the last one seen (rollback)
+54    revoked by the feed: package version, model commit or engine build
+55    replay comparison: a figure is worse than the package's tolerance
+56    replay: the replay directory or its kit cannot be used
+57    reproduction: the signed reproduction does not match
 ====  ==========================================================
 """
 
@@ -45,6 +53,10 @@ __all__ = [
     "Error",
     "EvidenceError",
     "ExtraFileError",
+    "FeedExpiredError",
+    "FeedMalformedError",
+    "FeedRollbackError",
+    "FeedSignatureError",
     "FileChangedError",
     "FitError",
     "GpuNameError",
@@ -56,6 +68,10 @@ __all__ = [
     "PackageSchemaError",
     "ParallelLayoutError",
     "ReadError",
+    "RegressionError",
+    "ReplayError",
+    "ReproductionError",
+    "RevokedError",
     "SignatureError",
     "SigningKeyError",
     "SubjectMismatchError",
@@ -329,3 +345,54 @@ class HeaderError(FitError):
     """A safetensors file's header is truncated or is not the JSON the format requires."""
 
     exit_code = 49
+
+
+# --- replay, reproduction and the revocation feed ----------------------------------
+
+
+class FeedMalformedError(VerificationError):
+    """A revocation feed (``feed.yaml`` or a signed ``feed.json``) is not in the feed format."""
+
+    exit_code = 50
+
+
+class FeedSignatureError(SignatureError):
+    """A signed feed's signature is invalid, or made by a key that is not trusted."""
+
+    exit_code = 51
+
+
+class FeedExpiredError(VerificationError):
+    """A signed feed is past its ``expires`` time: someone may be freezing old news."""
+
+    exit_code = 52
+
+
+class FeedRollbackError(VerificationError):
+    """A signed feed's serial is lower than the last one seen on this machine."""
+
+    exit_code = 53
+
+
+class RevokedError(VerificationError):
+    """The feed revokes this package version, model commit or engine build."""
+
+    exit_code = 54
+
+
+class RegressionError(Error):
+    """A replayed figure is worse than the published one beyond the package's tolerance."""
+
+    exit_code = 55
+
+
+class ReplayError(Error):
+    """A replay cannot run, or its directory does not belong to the kit being compared."""
+
+    exit_code = 56
+
+
+class ReproductionError(VerificationError):
+    """A signed reproduction is not a servekit reproduction, or does not match its subjects."""
+
+    exit_code = 57

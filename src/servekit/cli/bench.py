@@ -14,6 +14,7 @@ from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.summary import SummaryReport, parse_slos, summarize_path
 from servekit.cli.output import print_json, stderr, stdout
+from servekit.cli.replay import compare_command, replay_command
 from servekit.errors import UsageError
 from servekit.package.evidence import dump_evidence
 from servekit.package.models import Api
@@ -180,3 +181,7 @@ def import_vllm_command(
     stderr.print("[yellow]the vLLM result format lacks:[/]")
     for missing in imported.header.missing_fields:
         stderr.print(f"  - {escape(missing)}")
+
+
+app.command("replay")(replay_command)
+app.command("compare")(compare_command)

@@ -8,6 +8,7 @@ import traceback
 import typer
 from rich.markup import escape
 
+import servekit.cli.feed as feed_cli
 from servekit import __version__, progress
 from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, sim, verify
 from servekit.cli.output import stderr
@@ -38,6 +39,7 @@ app.add_typer(verify.app, name="verify")
 app.add_typer(model.app, name="model")
 app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
+app.add_typer(feed_cli.app, name="feed")
 app.command("demo")(demo.demo)
 app.command("fit")(fit.fit)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from servekit.cli.replay import reproduction_command
 from servekit.cli.verify_kit import kit_command
 from servekit.cli.verify_weights import weights_command
 
@@ -18,3 +19,4 @@ app = typer.Typer(
 )
 app.command("kit")(kit_command)
 app.command("weights")(weights_command)
+app.command("reproduction")(reproduction_command)

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from servekit.cli.feed import hold_against_feed
 from servekit.cli.output import print_json, stdout
 from servekit.errors import VerificationError
 from servekit.receipts.keys import load_trust_store
@@ -50,6 +51,12 @@ def kit_command(
         ..., "--trust", help="Trusted publisher key (.pub) or trust store (file or directory)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    feed: Path | None = typer.Option(
+        None, "--feed", help="A signed revocation feed (feed.json) to hold the kit against."
+    ),
+    feed_state: Path | None = typer.Option(
+        None, "--feed-state", help="State file of the last feed serial seen (default: cache dir)."
+    ),
 ) -> None:
     """Verify a kit offline: safe archive, MANIFEST, receipt signature, subjects.
 
@@ -57,9 +64,12 @@ def kit_command(
     extra file, 13 a bad or untrusted signature (or an empty trust store), 14 a receipt
     subject does not match the kit or the model pin, 15 an unsafe or malformed archive,
     16 a file cannot be read. With --json the failure is also printed as JSON.
+    With --feed: 50-54 when the feed is malformed, wrongly signed, expired, rolled back,
+    or revokes the kit (docs/feed.md); a retracted figure is a warning.
     """
     try:
         result = verify_kit(kit, load_trust_store(trust))
+        hold_against_feed(feed, load_trust_store(trust), feed_state, kit=kit)
     except VerificationError as exc:
         if as_json:
             print_json(failure_dict(exc))

@@ -7,9 +7,11 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from servekit.cli.feed import hold_against_feed
 from servekit.cli.output import print_json, stdout
 from servekit.errors import UsageError
 from servekit.hub.client import Hub
+from servekit.receipts.keys import TrustStore, load_trust_store
 from servekit.verify.weights import (
     Expected,
     WeightsReport,
@@ -33,6 +35,12 @@ def _expected(pin: Path | None, package: Path | None, kit: Path | None) -> Expec
         return expected_from_package(package)
     assert kit is not None
     return expected_from_kit(kit)
+
+
+def _feed_trust(feed: Path | None, trust: Path | None) -> TrustStore:
+    if feed is not None and trust is None:
+        raise UsageError("--feed needs --trust: the publisher's key that signs the feed")
+    return load_trust_store(trust) if trust is not None else TrustStore(source="none", keys={})
 
 
 def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
@@ -70,6 +78,9 @@ def weights_command(
     pin: Path | None = typer.Option(None, "--pin", help="A pin file (PIN.json)."),
     package: Path | None = typer.Option(None, "--package", help="A package directory."),
     kit: Path | None = typer.Option(None, "--kit", help="A kit (.tar.gz or directory)."),
+    trust: Path | None = typer.Option(
+        None, "--trust", help="With --feed: the publisher's key (or trust store) that signs it."
+    ),
     fetch: bool = typer.Option(
         False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
     ),
@@ -77,14 +88,30 @@ def weights_command(
         None, "--workers", min=1, help="Hashing threads (default: every core)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    feed: Path | None = typer.Option(
+        None, "--feed", help="A signed revocation feed (feed.json); needs --trust."
+    ),
+    feed_state: Path | None = typer.Option(
+        None, "--feed-state", help="State file of the last feed serial seen (default: cache dir)."
+    ),
 ) -> None:
     """Check every file of a model tree against its pin: names and sizes first, then sha256.
 
     Exit 0 when every file matches; otherwise every missing, extra, changed or
     unreadable file is named with the expected and the actual value, and the exit
     code names the failure (10 changed, 11 missing, 12 extra, 16 unreadable/unsafe).
+    With --feed (and --trust) the model commit, and the kit's or package's version and
+    engine build, are first held against the revocation feed (exit 50-54, docs/feed.md).
     """
     expected = _expected(pin, package, kit)
+    hold_against_feed(
+        feed,
+        _feed_trust(feed, trust),
+        feed_state,
+        kit=kit,
+        package=package,
+        model=(expected.repo, expected.commit),
+    )
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
     if as_json:
         print_json(report.as_dict())

@@ -1,0 +1,94 @@
+"""``servekit feed``: sign a publisher's revocation feed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from servekit.cli.output import print_json, stderr, stdout
+from servekit.feed import check_kit_feed, check_weights_feed, default_state_path, sign_feed_file
+from servekit.feed.sign import parse_duration
+from servekit.receipts.keys import TrustStore
+
+app = typer.Typer(
+    help="The publisher's revocation feed: revoked versions, retracted figures, bad builds.",
+    no_args_is_help=True,
+)
+
+
+@app.command("sign")
+def sign_command(
+    source: Path = typer.Argument(..., help="feed.yaml: the publisher's retractions."),
+    key: Path = typer.Option(..., "--key", help="The publisher's private key (servekit.key)."),
+    out: Path = typer.Option(Path("feed.json"), "--out", "-o", help="Signed feed to write."),
+    expires_in: str = typer.Option("7d", help="How long buyers accept it: 7d, 12h, 30m."),
+    state: Path | None = typer.Option(
+        None, "--state", help="State file of the last serial signed (default: the cache dir)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Sign feed.yaml into feed.json with a serial one higher than the last one signed
+    and an expiry time; buyers pass it to `verify kit --feed` and `verify weights --feed`."""
+    signed = sign_feed_file(
+        source,
+        key,
+        out,
+        expires_in=parse_duration(expires_in),
+        state_path=state or default_state_path(),
+    )
+    if as_json:
+        print_json(
+            {
+                "feed": str(signed.path),
+                "publisher": signed.publisher,
+                "serial": signed.serial,
+                "expires": signed.expires.isoformat(),
+                "retractions": signed.entries,
+                "key_id": signed.key_id,
+            }
+        )
+        return
+    stdout.print(
+        f"[green]✓ signed[/] {escape(str(signed.path))}: {escape(signed.publisher)}, serial "
+        f"{signed.serial}, {signed.entries} retraction(s), expires {signed.expires.isoformat()}"
+    )
+    stdout.print(f"  signed by: {signed.key_id}")
+
+
+def hold_against_feed(
+    feed: Path | None,
+    trust: TrustStore,
+    feed_state: Path | None,
+    *,
+    kit: Path | None = None,
+    package: Path | None = None,
+    model: tuple[str | None, str | None] | None = None,
+) -> None:
+    """``--feed`` of the verify commands: refuse what the feed revokes, warn on retractions.
+
+    With ``model`` (``verify weights``) the model commit is held against the feed, and
+    the kit's or package's version and engine when one is given; else the kit's package.
+    """
+    if feed is None:
+        return
+    state = feed_state or default_state_path()
+    if model is None:
+        assert kit is not None
+        result = check_kit_feed(kit, feed, trust, state_path=state)
+    else:
+        result = check_weights_feed(
+            feed, trust, state_path=state, model=model, kit=kit, package_dir=package
+        )
+    p = result.feed.predicate
+    stderr.print(
+        f"feed: {escape(p.publisher)} serial {p.serial}, expires {p.expires.isoformat()}: "
+        "nothing here is revoked"
+    )
+    for entry in result.retracted:
+        link = f" ({escape(entry.link)})" if entry.link else ""
+        stderr.print(
+            f"[yellow]warning: figure '{escape(entry.figure)}' was retracted on "
+            f"{entry.date.isoformat()}: {escape(entry.reason)}{link}[/]"
+        )

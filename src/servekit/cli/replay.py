@@ -1,0 +1,205 @@
+"""``servekit bench replay`` / ``bench compare`` and ``servekit verify reproduction``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from servekit.bench.loop import LoopKind
+from servekit.cli.output import print_json, stderr, stdout
+from servekit.errors import RegressionError
+from servekit.progress import track_count
+from servekit.receipts.keys import load_signing_key, load_trust_store
+from servekit.replay import (
+    Comparison,
+    ReplayOptions,
+    Verdict,
+    compare,
+    prepare_replay,
+    run_replay,
+    sign_reproduction,
+    verify_reproduction,
+)
+from servekit.replay.models import FigureComparison
+from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
+
+_STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+
+
+def replay_command(
+    kit: Path = typer.Argument(..., help="KIT.tar.gz, or an unpacked kit directory."),
+    trust: Path = typer.Option(..., "--trust", help="The publisher's key or trust store."),
+    endpoint: str = typer.Option(..., help="Your endpoint's base URL, e.g. http://127.0.0.1:8000"),
+    out: Path = typer.Option(..., "--out", help="Directory for replay.json and the evidence."),
+    model: str | None = typer.Option(
+        None, help="Model name your server serves (default: the name the publisher measured)."
+    ),
+    workload: list[str] = typer.Option(
+        [], "--workload", help="Replay only this workload (repeatable; default: all)."
+    ),
+    runs: int = typer.Option(1, min=1, help="Repeat each workload's grid; one file per run."),
+    gpus: int | None = typer.Option(
+        None, min=1, help="GPUs behind your endpoint (default: the package's GPU count)."
+    ),
+    timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
+    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
+    force: bool = typer.Option(False, help="Overwrite an earlier replay in --out."),
+) -> None:
+    """Verify a kit, then re-run every workload of its package exactly as recorded
+    against your endpoint, writing raw evidence and replay.json for `bench compare`."""
+    options = ReplayOptions(
+        kit=kit,
+        trust=load_trust_store(trust),
+        endpoint=endpoint,
+        out=out,
+        model=model,
+        workloads=tuple(workload),
+        runs=runs,
+        gpus=gpus,
+        timeout_s=timeout,
+        loop=loop,
+        force=force,
+    )
+    plan = prepare_replay(options)
+    stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
+    with track_count("replay requests", plan.total_requests) as tracker:
+        header = run_replay(plan, tracker)
+    for w in header.workloads:
+        stderr.print(f"replayed {w.id}: {', '.join(f.file for f in w.files)}")
+    for skipped in header.skipped:
+        stderr.print(f"[yellow]not replayed: {escape(skipped)}[/]")
+    engine = header.host.engine_version or "unknown engine"
+    stdout.print(f"wrote {escape(str(out))}/replay.json ({escape(engine)} at {escape(endpoint)})")
+    stdout.print(f"next: servekit bench compare {escape(str(kit))} {escape(str(out))}")
+
+
+def _number(value: float | None, decimals: int) -> str:
+    return "-" if value is None else f"{value:.{decimals + 1}f}"
+
+
+def _verdict_text(f: FigureComparison) -> str:
+    if f.verdict is Verdict.REPORTED:
+        return "reported: here is your measurement"
+    if f.verdict is Verdict.NOT_REPLAYED:
+        return "not replayed"
+    style = _STYLE.get(f.verdict, "yellow")
+    return f"[{style}]{f.verdict.value}[/]"
+
+
+def render_comparison(result: Comparison) -> None:
+    title = f"{result.kit.package} {result.kit.version}: published vs your replay"
+    table = Table(title=title, title_justify="left")
+    for column in ("figure", "workload", "conc", "published", "yours", "diff %", "verdict"):
+        table.add_column(column)
+    for f in result.figures:
+        diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f}"
+        published = f"{f.published:.{f.decimals}f} {f.unit}"
+        table.add_row(
+            escape(f.label),
+            escape(f.workload or "-"),
+            str(f.concurrency),
+            published,
+            _number(f.buyer, f.decimals),
+            diff,
+            _verdict_text(f),
+        )
+    stdout.print(table)
+    stdout.print(
+        f"tolerance ±{result.tolerance_pct:g} % (lower latency and higher throughput are better)"
+    )
+    for w in result.workloads:
+        if not w.replayed:
+            stdout.print(f"[yellow]workload {escape(w.id)}: not replayed[/]")
+        elif w.failed:
+            stdout.print(f"[red]workload {escape(w.id)}: {w.failed} request(s) failed[/]")
+    if result.reproduced:
+        stdout.print("[green]✓ reproduced: every replayed figure is within tolerance or better[/]")
+
+
+def _regression(result: Comparison) -> RegressionError:
+    failing = [f for f in result.figures if f.verdict.fails]
+    named = ", ".join(f"{f.id} ({f.verdict.value})" for f in failing)
+    if failing:
+        message = f"{len(failing)} figure(s) not reproduced: {named}"
+    elif result.failed_requests:
+        message = f"{result.failed_requests} replayed request(s) failed"
+    else:
+        message = "no figure was replayed"
+    return RegressionError(
+        message, hint="docs/replay.md explains each verdict and what to check on your side"
+    )
+
+
+def compare_command(
+    kit: Path = typer.Argument(..., help="The kit that was replayed."),
+    directory: Path = typer.Argument(..., help="The replay directory (bench replay --out)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    tolerance: float | None = typer.Option(
+        None,
+        min=0.0,
+        help="Tolerance in percent (default: the package's measurements.tolerance_pct).",
+    ),
+    sign: Path | None = typer.Option(
+        None, "--sign", help="Sign the comparison as a reproduction with this private key."
+    ),
+    reproduction: Path | None = typer.Option(
+        None, "--reproduction-out", help=f"Where --sign writes (default: DIR/{REPRODUCTION_FILE})."
+    ),
+) -> None:
+    """Compare every figure of the kit with your replay, recomputed by the claim rules'
+    own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
+    result = compare(kit, directory, tolerance_pct=tolerance)
+    if as_json:
+        print_json({"reproduced": result.reproduced, **result.model_dump(mode="json")})
+    else:
+        render_comparison(result)
+    if sign is not None:
+        target = reproduction or directory / REPRODUCTION_FILE
+        target.write_bytes(sign_reproduction(result, load_signing_key(sign)))
+        stderr.print(f"wrote the signed reproduction {escape(str(target))}")
+    if not result.reproduced:
+        raise _regression(result)
+
+
+def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
+    kit, host = predicate.kit, predicate.host
+    stdout.print(f"[green]✓ verified[/] reproduction signed by {key_id}")
+    stdout.print(f"  kit:      {kit.package} {kit.version} by {escape(kit.publisher)}")
+    stdout.print(f"  receipt:  sha256:{kit.receipt_sha256}")
+    gpus = ", ".join(g.name for g in host.gpus) or "no GPU visible through nvidia-smi"
+    stdout.print(f"  host:     {escape(host.cpu or '-')}; {escape(gpus)}")
+    stdout.print(f"  engine:   {escape(host.engine_version or 'unknown')}")
+    counts: dict[str, int] = {}
+    for f in predicate.figures:
+        counts[f.verdict.value] = counts.get(f.verdict.value, 0) + 1
+    stdout.print("  figures:  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    state = "[green]reproduced[/]" if predicate.reproduced else "[red]NOT reproduced[/]"
+    stdout.print(f"  result:   {state} within ±{predicate.tolerance_pct:g} %")
+
+
+def reproduction_command(
+    file: Path = typer.Argument(..., help="A signed reproduction (reproduction.dsse.json)."),
+    trust: Path = typer.Option(..., "--trust", help="The replayer's public key or trust store."),
+    kit: Path | None = typer.Option(None, "--kit", help="Also check it is of this kit."),
+    replay: Path | None = typer.Option(
+        None, "--replay", help="Also check its evidence files against this replay directory."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the reproduction as JSON."),
+) -> None:
+    """Verify a signed reproduction offline: its signature, and that it binds the kit's
+    receipt and the replay evidence. Exit 0 when it verifies and records a reproduction."""
+    predicate, key_id = verify_reproduction(
+        file, load_trust_store(trust), kit=kit, replay_dir=replay
+    )
+    if as_json:
+        print_json({"verified": True, "key_id": key_id, **predicate.model_dump(mode="json")})
+    else:
+        _render_reproduction(predicate, key_id)
+    if not predicate.reproduced:
+        raise RegressionError(
+            "the reproduction is authentic, and it records figures that were not reproduced",
+            hint="read its figures with --json",
+        )

@@ -1,0 +1,269 @@
+"""Verify a signed revocation feed, then hold a kit or a model against it.
+
+Steps of :func:`verify_feed` (each failure raises its own error class):
+  1. read the envelope (:class:`~servekit.errors.FeedMalformedError`);
+  2. its signature by a trusted key (:class:`~servekit.errors.FeedSignatureError`);
+  3. the statement: in-toto v1, the feed predicate, signed by the key it names, and a
+     subject digest that is the digest of its retractions (malformed otherwise);
+  4. not past ``expires`` (:class:`~servekit.errors.FeedExpiredError`, freeze);
+  5. a serial no lower than the last one seen for this publisher, and the same content
+     when the serial is the same (:class:`~servekit.errors.FeedRollbackError`);
+  6. record the serial in the state file.
+
+:func:`check_package` then refuses a revoked package version, model commit or engine
+build (:class:`~servekit.errors.RevokedError`) and returns the retracted figures, which
+are warnings: the rest of the package still stands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from servekit.errors import (
+    FeedExpiredError,
+    FeedMalformedError,
+    FeedRollbackError,
+    FeedSignatureError,
+    RevokedError,
+    SignatureError,
+    UsageError,
+)
+from servekit.feed.models import (
+    FEED_PREDICATE_TYPE,
+    FEED_SUBJECT_PREFIX,
+    BadEngine,
+    BadModel,
+    Feed,
+    FeedStatement,
+    RetractedFigure,
+    RevokedPackage,
+)
+from servekit.feed.state import Mark, read_state, write_state
+from servekit.package.load import load_package
+from servekit.package.models import EnginePin, Package
+from servekit.receipts.canonical import canonical_json, sha256_hex
+from servekit.receipts.dsse import decode_envelope
+from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
+from servekit.receipts.keys import TrustStore
+from servekit.receipts.signing import verify_envelope
+from servekit.verify.archive import read_kit
+from servekit.verify.contents import kit_package
+
+
+@dataclass(frozen=True)
+class FeedCheck:
+    """A verified feed and what it says about one package: the figures it retracts."""
+
+    feed: Feed
+    retracted: tuple[RetractedFigure, ...]
+
+
+def _malformed(file: str, actual: str) -> FeedMalformedError:
+    return FeedMalformedError(
+        "the feed is not a signed servekit feed",
+        file=file,
+        expected=f"a DSSE envelope over an in-toto statement with predicate {FEED_PREDICATE_TYPE}",
+        actual=actual,
+        hint="obtain the feed again from the publisher; docs/feed.md describes the format",
+    )
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise FeedMalformedError(
+            "the feed cannot be read", file=str(path), actual=str(exc)
+        ) from exc
+
+
+def _verified_payload(data: bytes, trust: TrustStore, file: str) -> tuple[bytes, str]:
+    try:
+        decode_envelope(data, file=file)
+    except SignatureError as exc:  # 1: not an envelope at all
+        raise _malformed(file, exc.actual or "not a DSSE envelope") from exc
+    try:  # 2
+        verified = verify_envelope(data, trust, file=file)
+    except SignatureError as exc:
+        raise FeedSignatureError(
+            "the feed's signature does not verify against the trust store",
+            file=file,
+            expected=exc.expected,
+            actual=exc.actual,
+            hint="a feed must be signed by the publisher's key; do not trust this one",
+        ) from exc
+    return verified.payload, verified.key_id
+
+
+def _statement(payload: bytes, key_id: str, file: str) -> FeedStatement:
+    try:
+        obj: Any = json.loads(payload)
+        raw_retractions = obj["predicate"]["retractions"]
+        statement = FeedStatement.model_validate(obj)
+    except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        raise _malformed(file, str(exc).splitlines()[0]) from exc
+    if (statement.type, statement.predicate_type) != (STATEMENT_TYPE, FEED_PREDICATE_TYPE):
+        raise _malformed(file, f"{statement.type} / {statement.predicate_type}")
+    subject = statement.subject[0]
+    want = f"{FEED_SUBJECT_PREFIX}{statement.predicate.publisher}"
+    digest = sha256_hex(canonical_json(raw_retractions))
+    if (subject.name, subject.digest.get(DIGEST_ALGORITHM)) != (want, digest):
+        raise _malformed(file, f"subject {subject.name} does not name its retractions' digest")
+    if statement.predicate.publisher_key_id != key_id:
+        raise FeedSignatureError(
+            "the feed names another publisher key than the one that signed it",
+            file=file,
+            expected=key_id,
+            actual=statement.predicate.publisher_key_id,
+        )
+    return statement
+
+
+def _check_fresh(feed: Feed, now: dt.datetime) -> None:
+    expires = feed.predicate.expires
+    if now >= expires:
+        raise FeedExpiredError(
+            "the feed has expired: an attacker may be replaying an old feed to hide a revocation",
+            file=feed.source,
+            expected=f"a feed that expires after {now.isoformat()}",
+            actual=f"serial {feed.predicate.serial}, expired {expires.isoformat()}",
+            hint="fetch the publisher's current feed; a publisher re-signs before expiry",
+        )
+
+
+def _check_serial(feed: Feed, last: Mark | None, state_path: Path) -> None:
+    serial = feed.predicate.serial
+    if last is None or serial > last.serial:
+        return
+    if serial < last.serial or feed.sha256 != last.sha256:
+        what = "an older serial" if serial < last.serial else "the same serial with other content"
+        raise FeedRollbackError(
+            f"the feed is rolled back: {what} than the last one seen on this machine",
+            file=feed.source,
+            expected=f"serial {last.serial} or higher (last seen, recorded in {state_path})",
+            actual=f"serial {serial}",
+            hint="fetch the publisher's current feed; an older one may hide a revocation",
+        )
+
+
+def verify_feed(
+    path: Path, trust: TrustStore, *, state_path: Path, now: dt.datetime | None = None
+) -> Feed:
+    """Verify the feed at ``path`` and record its serial (see the module docstring)."""
+    file = str(path)
+    data = _read(path)
+    payload, key_id = _verified_payload(data, trust, file)  # 1, 2
+    statement = _statement(payload, key_id, file)  # 3
+    feed = Feed(
+        source=file, key_id=key_id, sha256=sha256_hex(payload), predicate=statement.predicate
+    )
+    _check_fresh(feed, now or dt.datetime.now(dt.UTC))  # 4
+    state = read_state(state_path)
+    publisher = feed.predicate.publisher
+    _check_serial(feed, state.last("seen", publisher), state_path)  # 5
+    mark = Mark(serial=feed.predicate.serial, sha256=feed.sha256)
+    write_state(state_path, state.with_mark("seen", publisher, mark))  # 6
+    return feed
+
+
+# --- holding a package or a model against the feed -------------------------------------
+
+
+def _revoked(feed: Feed, what: str, entry: RevokedPackage | BadEngine | BadModel) -> RevokedError:
+    link = f" ({entry.link})" if entry.link else ""
+    return RevokedError(
+        f"the publisher's feed (serial {feed.predicate.serial}) revokes {what}: {entry.reason}",
+        file=feed.source,
+        expected=f"{what} not revoked",
+        actual=f"revoked on {entry.date.isoformat()}{link}",
+        hint="do not deploy it; the link explains what to use instead",
+    )
+
+
+def _commit_matches(a: str, b: str) -> bool:
+    short = min(len(a), len(b))
+    return short >= 7 and a[:short] == b[:short]
+
+
+def _engine_matches(entry: BadEngine, engine: EnginePin) -> bool:
+    if entry.name != engine.name:
+        return False
+    by_version = entry.version is not None and entry.version == engine.version
+    by_commit = bool(
+        entry.commit
+        and engine.source_commit
+        and _commit_matches(entry.commit, engine.source_commit)
+    )
+    return by_version or by_commit
+
+
+def check_model(feed: Feed, repo: str, commit: str) -> None:
+    """Raise :class:`RevokedError` when the feed names this model commit as bad."""
+    for entry in feed.predicate.retractions:
+        if isinstance(entry, BadModel) and (entry.repo, entry.commit) == (repo, commit):
+            raise _revoked(feed, f"model {repo}@{commit}", entry)
+
+
+def check_package(feed: Feed, package: Package) -> tuple[RetractedFigure, ...]:
+    """Refuse a revoked version, model commit or engine build; return retracted figures."""
+    for entry in feed.predicate.retractions:
+        if isinstance(entry, RevokedPackage) and (entry.package, entry.version) == (
+            package.id,
+            package.version,
+        ):
+            raise _revoked(feed, f"package {package.id} {package.version}", entry)
+        if isinstance(entry, BadEngine) and _engine_matches(entry, package.engine):
+            raise _revoked(feed, f"engine build {package.engine.version}", entry)
+    check_model(feed, package.model.repo, package.model.commit)
+    figures = {f.id for f in package.measurements.figures}
+    return tuple(
+        e
+        for e in feed.predicate.retractions
+        if isinstance(e, RetractedFigure)
+        and (e.package, e.version) == (package.id, package.version)
+        and e.figure in figures
+    )
+
+
+def check_kit_feed(
+    kit: Path, feed: Path, trust: TrustStore, *, state_path: Path, now: dt.datetime | None = None
+) -> FeedCheck:
+    """Verify ``feed`` and hold the kit's package against it (``verify kit --feed``)."""
+    verified = verify_feed(feed, trust, state_path=state_path, now=now)
+    return FeedCheck(verified, check_package(verified, kit_package(read_kit(kit))))
+
+
+def check_weights_feed(
+    feed: Path,
+    trust: TrustStore,
+    *,
+    state_path: Path,
+    model: tuple[str | None, str | None],
+    kit: Path | None = None,
+    package_dir: Path | None = None,
+) -> FeedCheck:
+    """Verify ``feed`` and hold a model commit against it (``verify weights --feed``).
+
+    With the kit or package the pin came from, its version and engine build are held
+    against the feed too.
+    """
+    verified = verify_feed(feed, trust, state_path=state_path)
+    package = kit_package(read_kit(kit)) if kit else None
+    if package_dir is not None:
+        package = load_package(package_dir).package
+    if package is not None:
+        return FeedCheck(verified, check_package(verified, package))
+    repo, commit = model
+    if repo is None or commit is None:
+        raise UsageError(
+            "the pin names no repository and commit, so the feed has nothing to check",
+            hint="pass --kit or --package, or a pin made by `servekit model pin`",
+        )
+    check_model(verified, repo, commit)
+    return FeedCheck(verified, ())

@@ -1,0 +1,177 @@
+"""Sign a revocation feed: ``feed.yaml`` in, a DSSE-signed ``feed.json`` out.
+
+Steps of :func:`sign_feed_file`:
+  1. load ``feed.yaml`` (:class:`~servekit.feed.models.FeedSource`);
+  2. the serial is one higher than the last this publisher signed: the higher of the
+     state file's record and the serial of the feed already at ``out``;
+  3. :func:`build_feed` canonicalizes the statement and signs it;
+  4. write ``out``, then record the serial in the state file.
+
+:func:`build_feed` takes a plain list of retractions so the store can serve its own
+feed from its database without a ``feed.yaml``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from servekit.errors import FeedMalformedError, UsageError
+from servekit.feed.models import (
+    FEED_PREDICATE_TYPE,
+    FEED_SUBJECT_PREFIX,
+    FeedPredicate,
+    FeedSource,
+    Retraction,
+)
+from servekit.feed.state import Mark, read_state, write_state
+from servekit.receipts.canonical import canonical_json, sha256_hex
+from servekit.receipts.dsse import b64decode
+from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
+from servekit.receipts.keys import SigningKey, load_signing_key
+from servekit.receipts.signing import sign_payload
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RETRACTIONS: TypeAdapter[tuple[Retraction, ...]] = TypeAdapter(tuple[Retraction, ...])
+
+
+@dataclass(frozen=True)
+class SignedFeed:
+    path: Path
+    publisher: str
+    serial: int
+    expires: dt.datetime
+    entries: int
+    key_id: str
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """``30s``, ``15m``, ``12h`` or ``7d`` as a positive duration."""
+    match = _DURATION.match(text.strip())
+    if match is None or int(match.group(1)) == 0:
+        raise UsageError(f"'{text}' is not a duration", hint="e.g. 7d, 12h, 30m (more than zero)")
+    return dt.timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def retractions_digest(retractions: Sequence[Retraction]) -> str:
+    """Hex sha256 of the retractions as canonical JSON: the feed statement's subject."""
+    return sha256_hex(canonical_json(_RETRACTIONS.dump_python(tuple(retractions), mode="json")))
+
+
+def feed_statement(predicate: FeedPredicate) -> dict[str, Any]:
+    """The in-toto statement of a feed, as JSON data (not yet canonical bytes)."""
+    name = f"{FEED_SUBJECT_PREFIX}{predicate.publisher}"
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [
+            {"name": name, "digest": {DIGEST_ALGORITHM: retractions_digest(predicate.retractions)}}
+        ],
+        "predicateType": FEED_PREDICATE_TYPE,
+        "predicate": predicate.model_dump(mode="json"),
+    }
+
+
+def build_feed(
+    retractions: Sequence[Retraction],
+    *,
+    publisher: str,
+    serial: int,
+    issued: dt.datetime,
+    expires: dt.datetime,
+    key: SigningKey,
+) -> bytes:
+    """The signed feed (DSSE envelope bytes) of ``retractions``."""
+    if expires <= issued:
+        raise UsageError("a feed must expire after it is issued", hint="pass --expires-in 7d")
+    predicate = FeedPredicate(
+        publisher=publisher,
+        publisher_key_id=key.public.key_id,
+        serial=serial,
+        issued=issued,
+        expires=expires,
+        retractions=tuple(retractions),
+    )
+    return sign_payload(canonical_json(feed_statement(predicate)), key)
+
+
+def load_feed_source(path: Path) -> FeedSource:
+    """Read and validate ``feed.yaml``."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return FeedSource.model_validate(data)
+    except OSError as exc:
+        raise FeedMalformedError(
+            "the feed source cannot be read", file=str(path), actual=str(exc)
+        ) from exc
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise FeedMalformedError(
+            "the feed source is not a servekit feed.yaml",
+            file=str(path),
+            expected="publisher, revoked_packages, retracted_figures, bad_engines, bad_models",
+            actual=str(exc).splitlines()[0] if isinstance(exc, yaml.YAMLError) else _first(exc),
+            hint="docs/feed.md lists every field",
+        ) from exc
+
+
+def _first(exc: ValidationError) -> str:
+    e = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in e['loc']) or 'feed'}: {e['msg']}"
+
+
+def _serial_in(path: Path) -> int:
+    """The serial of a feed already written at ``path`` (0 when there is none)."""
+    try:
+        envelope = json.loads(path.read_bytes())
+        statement = json.loads(b64decode(envelope["payload"]))
+        return int(statement["predicate"]["serial"])
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"{path} exists and is not a signed feed, so its serial is unknown",
+            hint="choose another -o, or move the file aside",
+        ) from exc
+
+
+def sign_feed_file(
+    source: Path,
+    key_path: Path,
+    out: Path,
+    *,
+    expires_in: dt.timedelta,
+    state_path: Path,
+    now: dt.datetime | None = None,
+) -> SignedFeed:
+    """Sign ``source`` into ``out`` with the next serial (see the module docstring)."""
+    feed = load_feed_source(source)  # 1
+    key = load_signing_key(key_path)
+    state = read_state(state_path)  # 2
+    last = state.last("signed", feed.publisher)
+    serial = max(last.serial if last else 0, _serial_in(out)) + 1
+    issued = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    data = build_feed(  # 3
+        feed.retractions,
+        publisher=feed.publisher,
+        serial=serial,
+        issued=issued,
+        expires=issued + expires_in,
+        key=key,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)  # 4
+    out.write_bytes(data)
+    write_state(
+        state_path,
+        state.with_mark("signed", feed.publisher, Mark(serial=serial, sha256=sha256_hex(data))),
+    )
+    return SignedFeed(
+        out, feed.publisher, serial, issued + expires_in, len(feed.retractions), key.public.key_id
+    )

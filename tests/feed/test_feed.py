@@ -1,0 +1,283 @@
+"""The revocation feed: signing with a growing serial, and every way a feed is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from servekit.errors import (
+    FeedExpiredError,
+    FeedMalformedError,
+    FeedRollbackError,
+    FeedSignatureError,
+    RevokedError,
+    UsageError,
+)
+from servekit.feed import build_feed, check_kit_feed, sign_feed_file, verify_feed
+from servekit.feed.models import BadEngine, BadModel, RetractedFigure, Retraction, RevokedPackage
+from servekit.feed.sign import load_feed_source, parse_duration
+from servekit.feed.state import read_state
+from servekit.receipts.canonical import canonical_json
+from servekit.receipts.dsse import b64decode, b64encode
+from servekit.receipts.keys import load_signing_key, load_trust_store
+from servekit.receipts.signing import sign_payload
+from tests.assets.make_kit_fixtures import private_key
+from tests.functional.helpers import ROOT
+
+KIT = ROOT / "tests" / "assets" / "kit_valid.tar.gz"  # kit-fixture 1.0.0, vllm 0.11.0
+PUB = ROOT / "tests" / "assets" / "keys" / "publisher.pub"
+MODEL = ("servekit-test/tiny-model", "3b1f6c0e2d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c")
+DAY = dt.date(2026, 11, 30)
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+TRUST = load_trust_store(PUB)
+
+
+def revoked(version: str = "1.0.0") -> RevokedPackage:
+    return RevokedPackage(
+        package="kit-fixture", version=version, reason="wrong flags", date=DAY, link="https://x/1"
+    )
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Path:
+    return private_key("publisher", tmp_path)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "feed-state.json"
+
+
+def write_feed(
+    path: Path,
+    key: Path,
+    retractions: Sequence[Retraction] = (),
+    *,
+    serial: int = 1,
+    issued: dt.datetime = NOW,
+    days: int = 7,
+) -> Path:
+    data = build_feed(
+        retractions,
+        publisher="servekit tests",
+        serial=serial,
+        issued=issued,
+        expires=issued + dt.timedelta(days=days),
+        key=load_signing_key(key),
+    )
+    path.write_bytes(data)
+    return path
+
+
+def test_sign_numbers_each_feed_one_higher(tmp_path: Path, key: Path, state: Path) -> None:
+    source = tmp_path / "feed.yaml"
+    source.write_text(
+        yaml.safe_dump(
+            {
+                "publisher": "servekit tests",
+                "revoked_packages": [revoked().model_dump(mode="json", exclude={"kind"})],
+                "bad_models": [
+                    {
+                        "repo": MODEL[0],
+                        "commit": MODEL[1],
+                        "reason": "replaced",
+                        "date": "2026-11-29",
+                    }
+                ],
+            }
+        )
+    )
+    out = tmp_path / "feed.json"
+    first = sign_feed_file(
+        source, key, out, expires_in=dt.timedelta(days=7), state_path=state, now=NOW
+    )
+    second = sign_feed_file(
+        source, key, out, expires_in=dt.timedelta(days=7), state_path=state, now=NOW
+    )
+    assert (first.serial, second.serial, second.entries) == (1, 2, 2)
+    assert second.expires == NOW + dt.timedelta(days=7)
+    feed = verify_feed(out, TRUST, state_path=tmp_path / "buyer.json", now=NOW)
+    assert feed.predicate.serial == 2
+    assert [r.kind for r in feed.predicate.retractions] == ["package_version", "model_commit"]
+    signed = read_state(state).last("signed", "servekit tests")
+    assert signed is not None and signed.serial == 2
+    # a fresh state file still continues after the feed already at -o
+    third = sign_feed_file(source, key, out, expires_in=dt.timedelta(hours=1),
+                           state_path=tmp_path / "new.json", now=NOW)  # fmt: skip
+    assert third.serial == 3
+
+
+def test_a_malformed_feed_source_is_refused(tmp_path: Path, key: Path, state: Path) -> None:
+    source = tmp_path / "feed.yaml"
+    source.write_text("publisher: x\nrevoked_packages: [{package: x}]\n")
+    with pytest.raises(FeedMalformedError, match=r"not a servekit feed\.yaml"):
+        sign_feed_file(
+            source, key, tmp_path / "f.json", expires_in=dt.timedelta(days=1), state_path=state
+        )
+
+
+def test_a_revoked_version_is_refused_with_its_reason(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    feed = write_feed(tmp_path / "feed.json", key, [revoked("0.9.0"), revoked()])
+    with pytest.raises(
+        RevokedError, match=r"revokes package kit-fixture 1\.0\.0: wrong flags"
+    ) as info:
+        check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW)
+    assert info.value.exit_code == 54 and "https://x/1" in str(info.value.actual)
+
+
+def test_another_version_passes(tmp_path: Path, key: Path, state: Path) -> None:
+    feed = write_feed(tmp_path / "feed.json", key, [revoked("0.9.0")])
+    assert check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW).retracted == ()
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        BadEngine(name="vllm", version="0.11.0", reason="wrong outputs", date=DAY),
+        BadModel(repo=MODEL[0], commit=MODEL[1], reason="weights replaced upstream", date=DAY),
+    ],
+    ids=["engine", "model"],
+)
+def test_a_bad_engine_or_model_commit_is_refused(
+    tmp_path: Path, key: Path, state: Path, entry: Retraction
+) -> None:
+    feed = write_feed(tmp_path / "feed.json", key, [entry])
+    with pytest.raises(RevokedError, match=entry.reason):
+        check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW)
+
+
+def test_an_engine_of_another_name_or_version_passes(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    entries = [
+        BadEngine(name="sglang", version="0.11.0", reason="r", date=DAY),
+        BadEngine(name="vllm", version="0.11.1", reason="r", date=DAY),
+    ]
+    feed = write_feed(tmp_path / "feed.json", key, entries)
+    check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW)
+
+
+def test_a_retracted_figure_is_returned_not_refused(tmp_path: Path, key: Path, state: Path) -> None:
+    entry = RetractedFigure(
+        package="kit-fixture", version="1.0.0", figure="ttft-p50-c1", reason="re-run", date=DAY
+    )
+    other = entry.model_copy(update={"version": "2.0.0"})
+    feed = write_feed(tmp_path / "feed.json", key, [entry, other])
+    assert check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW).retracted == (entry,)
+
+
+def test_an_expired_feed_is_refused(tmp_path: Path, key: Path, state: Path) -> None:
+    feed = write_feed(tmp_path / "feed.json", key, issued=NOW - dt.timedelta(days=8))
+    with pytest.raises(FeedExpiredError, match="expired") as info:
+        verify_feed(feed, TRUST, state_path=state, now=NOW)
+    assert info.value.exit_code == 52
+    assert not state.exists()  # an expired feed is not recorded as seen
+
+
+def test_an_older_serial_is_refused_after_a_newer_one(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    old = write_feed(tmp_path / "old.json", key, serial=4)
+    new = write_feed(tmp_path / "new.json", key, [revoked()], serial=5)
+    verify_feed(old, TRUST, state_path=state, now=NOW)
+    verify_feed(old, TRUST, state_path=state, now=NOW)  # the same feed again is fine
+    with pytest.raises(RevokedError):
+        check_kit_feed(KIT, new, TRUST, state_path=state, now=NOW)  # recorded, then revokes
+    with pytest.raises(FeedRollbackError, match="older serial") as info:
+        verify_feed(old, TRUST, state_path=state, now=NOW)
+    assert info.value.exit_code == 53 and "serial 5" in str(info.value.expected)
+
+
+def test_the_same_serial_with_other_content_is_refused(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    verify_feed(write_feed(tmp_path / "a.json", key, serial=3), TRUST, state_path=state, now=NOW)
+    other = write_feed(tmp_path / "b.json", key, [revoked()], serial=3)
+    with pytest.raises(FeedRollbackError, match="same serial with other content"):
+        verify_feed(other, TRUST, state_path=state, now=NOW)
+
+
+def test_a_feed_signed_by_another_key_is_refused(tmp_path: Path, state: Path) -> None:
+    feed = write_feed(tmp_path / "feed.json", private_key("untrusted", tmp_path))
+    with pytest.raises(FeedSignatureError) as info:
+        verify_feed(feed, TRUST, state_path=state, now=NOW)
+    assert info.value.exit_code == 51
+
+
+def test_a_changed_feed_is_refused(tmp_path: Path, key: Path, state: Path) -> None:
+    feed = write_feed(tmp_path / "feed.json", key, [revoked()])
+    envelope = json.loads(feed.read_bytes())
+    statement = json.loads(b64decode(envelope["payload"]))
+    statement["predicate"]["retractions"] = []  # hide the revocation
+    envelope["payload"] = b64encode(canonical_json(statement))
+    feed.write_bytes(canonical_json(envelope))  # a well-formed envelope, a wrong signature
+    with pytest.raises(FeedSignatureError):
+        verify_feed(feed, TRUST, state_path=state, now=NOW)
+
+
+def _signed_statement(path: Path, key: Path, edit: Any) -> Path:
+    write_feed(path, key, [revoked()])
+    statement = json.loads(b64decode(json.loads(path.read_bytes())["payload"]))
+    edit(statement)
+    path.write_bytes(sign_payload(canonical_json(statement), load_signing_key(key)))
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: s.update(predicateType="https://servekit.dev/receipt/v1"),
+        lambda s: s["subject"][0]["digest"].update(sha256="0" * 64),
+        lambda s: s["predicate"].pop("expires"),
+    ],
+    ids=["predicate-type", "subject-digest", "no-expiry"],
+)
+def test_a_malformed_statement_is_refused(
+    tmp_path: Path, key: Path, state: Path, edit: Any
+) -> None:
+    feed = _signed_statement(tmp_path / "feed.json", key, edit)
+    with pytest.raises(FeedMalformedError) as info:
+        verify_feed(feed, TRUST, state_path=state, now=NOW)
+    assert info.value.exit_code == 50
+
+
+def test_not_an_envelope_is_malformed(tmp_path: Path, state: Path) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_text("{not json")
+    with pytest.raises(FeedMalformedError):
+        verify_feed(feed, TRUST, state_path=state, now=NOW)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("7d", 604800), ("12h", 43200), ("30m", 1800)])
+def test_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["0d", "7", "7w", "-1d"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_duration(text)
+
+
+def test_the_example_feed_loads() -> None:
+    source = load_feed_source(ROOT / "examples" / "feed" / "feed.yaml")
+    assert len(source.retractions) == 5
+    assert {r.kind for r in source.retractions} == {
+        "package_version", "figure", "engine_build", "model_commit"
+    }  # fmt: skip
+
+
+def test_an_unwritable_state_file_is_a_usage_error(tmp_path: Path, key: Path) -> None:
+    feed = write_feed(tmp_path / "feed.json", key)
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="the feed state file cannot be"):
+        verify_feed(feed, TRUST, state_path=blocker / "feed-state.json", now=NOW)

@@ -1,0 +1,115 @@
+"""Signed reproductions: compare --sign, then `servekit verify reproduction` offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servekit.errors import ReproductionError, SignatureError, UntrustedKeyError
+from servekit.kit.build import build_kit, write_kit
+from servekit.receipts.canonical import canonical_json
+from servekit.receipts.dsse import b64decode, b64encode
+from servekit.receipts.keys import load_signing_key, load_trust_store
+from servekit.receipts.signing import sign_payload
+from servekit.replay import compare, sign_reproduction, verify_reproduction
+from servekit.replay.models import REPRODUCTION_PREDICATE_TYPE
+from tests.assets.make_kit_fixtures import private_key
+from tests.functional.helpers import servekit
+from tests.replay.conftest import TOLERANCE_PCT, Keys
+
+
+@pytest.fixture
+def signed(kit: Path, replay_copy: Path, keys: Keys) -> Path:
+    path = replay_copy / "reproduction.dsse.json"
+    path.write_bytes(
+        sign_reproduction(
+            compare(kit, replay_copy, tolerance_pct=TOLERANCE_PCT), load_signing_key(keys.buyer)
+        )
+    )
+    return path
+
+
+def _statement(path: Path) -> dict[str, object]:
+    payload = b64decode(json.loads(path.read_bytes())["payload"])
+    result: dict[str, object] = json.loads(payload)
+    return result
+
+
+def test_the_statement_binds_the_receipt_the_evidence_and_the_comparison(
+    signed: Path, kit: Path, replay_copy: Path, keys: Keys
+) -> None:
+    statement = _statement(signed)
+    assert statement["predicateType"] == REPRODUCTION_PREDICATE_TYPE
+    names = [s["name"] for s in statement["subject"]]  # type: ignore[attr-defined]
+    assert names == ["servekit-receipt:tiny-sim@0.1.0", "sim-short/run-1.jsonl"]
+    predicate, key_id = verify_reproduction(
+        signed, load_trust_store(keys.buyer_pub), kit=kit, replay_dir=replay_copy
+    )
+    assert predicate.reproduced and key_id == load_signing_key(keys.buyer).public.key_id
+    assert {f.id for f in predicate.figures} >= {"ttft-p50-c4", "rps-reported"}
+
+
+def test_another_key_is_refused(signed: Path, keys: Keys) -> None:
+    with pytest.raises(UntrustedKeyError):
+        verify_reproduction(signed, load_trust_store(keys.publisher_pub))
+
+
+def test_a_changed_payload_is_refused(signed: Path, keys: Keys) -> None:
+    envelope = json.loads(signed.read_bytes())
+    statement = _statement(signed)
+    statement["predicate"]["tolerance_pct"] = 50.0  # type: ignore[index]
+    envelope["payload"] = b64encode(canonical_json(statement))
+    signed.write_bytes(canonical_json(envelope))
+    with pytest.raises(SignatureError):
+        verify_reproduction(signed, load_trust_store(keys.buyer_pub))
+
+
+def test_edited_replay_evidence_is_named(signed: Path, replay_copy: Path, keys: Keys) -> None:
+    evidence = replay_copy / "sim-short" / "run-1.jsonl"
+    evidence.write_text(evidence.read_text() + "\n")
+    with pytest.raises(ReproductionError, match="not the one the reproduction signed") as info:
+        verify_reproduction(signed, load_trust_store(keys.buyer_pub), replay_dir=replay_copy)
+    assert info.value.file == str(evidence)
+
+
+def test_another_kit_is_named(signed: Path, keys: Keys, package_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.tar.gz"
+    write_kit(build_kit(package_dir, private_key("untrusted", tmp_path)), other)
+    with pytest.raises(ReproductionError, match="of another kit"):
+        verify_reproduction(signed, load_trust_store(keys.buyer_pub), kit=other)
+
+
+def test_a_receipt_is_not_a_reproduction(kit: Path, keys: Keys, tmp_path: Path) -> None:
+    """Another in-toto statement signed by a trusted key is still not a reproduction."""
+    other = tmp_path / "other.dsse.json"
+    statement = {"_type": "https://in-toto.io/Statement/v1", "subject": [], "predicateType": "x"}
+    other.write_bytes(sign_payload(canonical_json(statement), load_signing_key(keys.buyer)))
+    with pytest.raises(ReproductionError, match="not a servekit reproduction"):
+        verify_reproduction(other, load_trust_store(keys.buyer_pub))
+
+
+def test_acceptance_compare_sign_and_verify(
+    kit: Path, replays: dict[str, Path], keys: Keys, tmp_path: Path
+) -> None:
+    """As a buyer: compare (all within), sign; a slower engine's regressions are named."""
+    same, out = replays["same"], tmp_path / "same.dsse.json"
+    done = servekit("bench", "compare", str(kit), str(same), "--sign", str(keys.buyer),
+                    "--reproduction-out", str(out), "--tolerance", "12")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "reproduced" in done.stdout and "reported: here is your measurement" in done.stdout
+    verified = servekit("verify", "reproduction", str(out), "--trust", str(keys.buyer_pub),
+                        "--kit", str(kit), "--replay", str(same))  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    assert "6 within" in verified.stdout
+
+    slow = servekit("bench", "compare", str(kit), str(replays["slower"]), "--json",
+                    "--tolerance", "12")  # fmt: skip
+    assert slow.returncode == 55
+    rows = json.loads(slow.stdout)["figures"]
+    assert sorted(r["id"] for r in rows if r["verdict"] == "worse") == sorted(
+        ["ttft-p50-c4", "tpot-p50-c4", "e2el-p99-c4", "output-tps-gpu-c4", "output-tps-node-c4",
+         "ttft-p50-c1"]
+    )  # fmt: skip
+    assert "ttft-p50-c4 (worse)" in slow.stderr
