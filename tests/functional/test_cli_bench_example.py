@@ -40,8 +40,8 @@ def test_a_changed_figure_is_refused_by_sk101(tmp_path: Path) -> None:
     package = _copy(tmp_path)
     manifest = package / "package.yaml"
     text = manifest.read_text()
-    assert "      value: 120.6\n" in text
-    manifest.write_text(text.replace("      value: 120.6\n", "      value: 118.0\n", 1))
+    assert "      value: 120.3\n" in text
+    manifest.write_text(text.replace("      value: 120.3\n", "      value: 118.0\n", 1))
     result = servekit("package", "check", str(package), "--json")
     assert result.returncode == 4
     rules = {v["rule"] for v in json.loads(result.stdout)["violations"]}
