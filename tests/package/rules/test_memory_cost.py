@@ -46,6 +46,18 @@ def test_sk110_preallocating_engine_whatever_the_source(tmp_path: Path) -> None:
     assert "SK110" in fired(tmp_path, lambda d: d.update(peak_memory=profile))
 
 
+def test_sk110_preallocating_flag(tmp_path: Path) -> None:
+    profile = {"published": True, "value_gib": 2.0, "source": "measured_profile"}
+
+    def transformers(d: Definition, args: list[str]) -> None:
+        d["engine"]["name"] = "transformers"
+        d["serve"]["args"] = args
+        d["peak_memory"] = profile
+
+    assert "SK110" not in fired(tmp_path / "a", lambda d: transformers(d, []))
+    assert "SK110" in fired(tmp_path / "b", lambda d: transformers(d, ["--continuous-batching"]))
+
+
 def test_sk111_cost_with_a_sourced_rate_is_recomputed(tmp_path: Path) -> None:
     assert "SK111" not in fired(tmp_path / "ok", _cost)
     assert "SK111" in fired(tmp_path / "bad", lambda d: _cost(d, 0.01))

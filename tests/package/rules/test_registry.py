@@ -75,6 +75,14 @@ def test_every_rule_carries_its_statement_and_seed_refusal() -> None:
         }  # fmt: skip
 
 
+def test_docs_give_each_rule_what_it_reads_and_cannot_detect() -> None:
+    text = (Path(__file__).parents[3] / "docs" / "rules.md").read_text()
+    for rule in RULES.values():
+        section = text[text.index(f"#### {rule.id} `{rule.name}`") :][:2500]
+        assert rule.seed_refusal in section and "**Reads:**" in section
+        assert "**Cannot detect:**" in section, f"document what {rule.id} cannot detect"
+
+
 def _tested_ids(path: Path) -> set[str]:
     """Rule ids a test module breaks: keys of its CASES, and ``test_skNNN_...`` functions."""
     tree = ast.parse(path.read_text())

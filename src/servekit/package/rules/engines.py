@@ -7,8 +7,9 @@
   device selection);
 * :data:`NUMERICS_FLAGS`: flags that change numerics at runtime, with the values that do
   not (``None``: every value does);
-* :data:`PREALLOCATING`: engines that reserve most of the GPU's memory up front, so no
-  memory reading of them measures the model.
+* :data:`PREALLOCATING` and :data:`PREALLOCATING_FLAGS`: engines (or an engine's flags)
+  that reserve most of the GPU's memory up front, so no memory reading of them measures
+  the model.
 """
 
 from __future__ import annotations
@@ -78,7 +79,17 @@ NUMERICS_FLAGS: Final[dict[str, dict[str, frozenset[str] | None]]] = {
 LOSSLESS_SPECULATION: Final = ("rejection_sampler",)
 """A speculative configuration naming one of these acceptance methods keeps outputs exact."""
 
-PREALLOCATING: Final = frozenset({"vllm", "sglang", "tensorrt-llm", "trtllm", "transformers"})
+PREALLOCATING: Final = frozenset({"vllm", "sglang", "tensorrt-llm", "trtllm"})
+PREALLOCATING_FLAGS: Final[dict[str, frozenset[str]]] = {
+    "transformers": frozenset({"--continuous-batching"}),  # reserves its KV cache up front
+}
+
+
+def preallocates(engine: str, argv: tuple[str, ...]) -> bool:
+    """Whether ``engine`` run with ``argv`` reserves most GPU memory up front."""
+    name = engine.lower()
+    flagged = PREALLOCATING_FLAGS.get(name, frozenset())
+    return name in PREALLOCATING or any(flag in flagged for flag, _ in flags(argv))
 
 
 def flags(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:

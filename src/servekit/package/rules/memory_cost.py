@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from servekit.package.models import Figure, Metric, Provenance, Scope
 from servekit.package.rules.context import Context
-from servekit.package.rules.engines import PREALLOCATING
+from servekit.package.rules.engines import preallocates
 from servekit.package.rules.registry import Findings, finding, rule
 
 
@@ -20,7 +20,8 @@ def peak_memory_source(ctx: Context) -> Findings:
     pm, engine = ctx.package.peak_memory, ctx.package.engine.name.lower()
     if not pm.published:
         return
-    if pm.source is None or pm.source.value == "engine_preallocation" or engine in PREALLOCATING:
+    argv = (*ctx.package.serve.entrypoint, *ctx.package.serve.args)
+    if pm.source is None or pm.source.value == "engine_preallocation" or preallocates(engine, argv):
         yield finding("SK110", "peak_memory.source",
                       f"peak memory is published for {engine}, which preallocates, or from the "
                       "engine's preallocation: it measures the memory-utilization setting, not "
