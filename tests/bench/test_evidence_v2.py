@@ -59,6 +59,15 @@ def test_v1_files_say_what_cannot_be_verified() -> None:
     assert ev.version == 1 and ev.cannot_verify == V1_CANNOT_VERIFY
 
 
+def test_v2_files_list_the_v2_fields_they_lack(sim: Sim, run_harness: Harness) -> None:
+    with sim() as url:
+        (ev,) = run_harness(url)  # no --hardware, no --serve-command
+    assert ev.cannot_verify == (
+        "hardware label of the run (header hardware)",
+        "serve configuration the engine ran with (header serve)",
+    )
+
+
 def test_serve_command_splits_env_from_argv() -> None:
     cfg = from_command("A=1 B='x y' vllm serve m --kv-cache-dtype fp8")
     assert cfg.env == {"A": "1", "B": "x y"}

@@ -59,12 +59,15 @@ def render_report(report: CheckReport) -> None:
 
 
 def _render_cannot_verify(report: CheckReport) -> None:
-    """What version-1 evidence cannot show, once per set of runs that lack the same."""
+    """What the evidence cannot show (v1 files, or v2 fields not given), once per set of
+    runs that lack the same."""
     grouped: dict[tuple[str, ...], list[str]] = {}
     for run_id, missing in (report.cannot_verify or {}).items():
         grouped.setdefault(missing, []).append(run_id)
     for missing, run_ids in grouped.items():
-        stdout.print(f"[yellow]cannot verify in {escape(', '.join(run_ids))} (evidence v1):[/]")
+        stdout.print(
+            f"[yellow]cannot verify in {escape(', '.join(run_ids))} (not in the evidence):[/]"
+        )
         for item in missing:
             stdout.print(f"  - {escape(item)}")
 
