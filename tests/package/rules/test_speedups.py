@@ -92,6 +92,16 @@ def test_sk106_contract_lowered_to_fit(tmp_path: Path) -> None:
     assert "SK106" in fired(tmp_path, lowered, RUNS)
 
 
+def test_sk106_reported_figure_over_a_measured_baseline(tmp_path: Path) -> None:
+    def reported(d: Definition) -> None:
+        with_speedup(d)
+        source = {"name": "x", "reference": "y", "date": "2026-11-01",
+                  "workload": {"output_tokens": 32, "concurrency": 1}}  # fmt: skip
+        figure(d, "ttft-p50-c1").update(provenance="reported", runs=[], source=source)
+
+    assert "SK106" in fired(tmp_path, reported, RUNS)
+
+
 def test_sk106_zero_figure_is_refused_not_a_crash(tmp_path: Path) -> None:
     def zero(d: Definition) -> None:
         with_speedup(d)

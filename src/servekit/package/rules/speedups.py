@@ -51,6 +51,9 @@ def _speedup_problem(s: Speedup, fig: Figure, base: Figure, contract: float) -> 
     if not s.baseline_is_stock or base.provenance is not Provenance.MEASURED:
         return (f"speedup '{s.id}' has no measured stock baseline",
                 "measure the stock configuration on the same grid, or drop the speedup")  # fmt: skip
+    if fig.provenance is not Provenance.MEASURED:
+        return (f"speedup '{s.id}' compares a reported figure with a measurement",
+                "measure the optimized configuration too, on the same grid")  # fmt: skip
     same = (fig.measured_on, fig.metric, fig.statistic, fig.concurrency, fig.scope)
     if same != (base.measured_on, base.metric, base.statistic, base.concurrency, base.scope):
         return (f"speedup '{s.id}' compares figures from different workloads, engines, "
