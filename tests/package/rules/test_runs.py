@@ -152,6 +152,22 @@ def test_sk128_a_retracted_run_may_be_left_out(tmp_path: Path) -> None:
     assert fired(tmp_path, retract_b) == set()
 
 
+def test_sk129_loopback_on_two_hosts_is_two_servers(tmp_path: Path) -> None:
+    def other_host(lines: Lines) -> None:
+        lines[0].update(started_at="2026-11-30T00:00:00+00:00", host="other-host")
+
+    def other_host_loopback(lines: Lines) -> None:
+        other_host(lines)
+        lines[0]["endpoint"] = lines[0]["endpoint"].replace("127.0.0.1", "gpu-node.internal")
+
+    assert "SK129" not in fired(tmp_path / "a", evidence={"run-b": other_host})
+    both = {
+        "run-a": lambda ls: ls[0].update(endpoint="http://gpu-node.internal:8000/v1"),
+        "run-b": other_host_loopback,
+    }
+    assert "SK129" in fired(tmp_path / "b", evidence=both)
+
+
 def test_sk129_shifted_copy_repeats_timings(tmp_path: Path) -> None:
     """Run b is run a's records under new ids, in another time window."""
     copied = [

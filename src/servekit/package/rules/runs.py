@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import itertools
 import math
+from urllib.parse import urlparse
 
 from servekit.package.evidence import Evidence
 from servekit.package.models import Figure, Run, Workload
@@ -310,9 +311,18 @@ def _durations(ev: Evidence) -> list[tuple[float, ...]]:
     )
 
 
+def _same_server(a: Evidence, b: Evidence) -> bool:
+    """Same endpoint; a loopback endpoint is the same server only from the same host."""
+    if a.header.endpoint != b.header.endpoint:
+        return False
+    loopback = urlparse(a.header.endpoint).hostname in ("127.0.0.1", "localhost", "::1")
+    return not loopback or a.header.host == b.header.host
+
+
 def _dependence(a: Evidence, b: Evidence) -> str | None:
     wa, wb = _window(a), _window(b)
-    if a.header.endpoint == b.header.endpoint and wa and wb and wa[0] < wb[1] and wb[0] < wa[1]:
+    same = _same_server(a, b)
+    if same and wa and wb and wa[0] < wb[1] and wb[0] < wa[1]:
         return "its records overlap in time with"
     da, db = _durations(a), _durations(b)
     shared = sum(1 for x, y in zip(da, db, strict=False) if x == y)
