@@ -50,6 +50,7 @@ _V2_RECORD: dict[str, str] = {
     "seq": "send order of each request (record seq)",
     "content_parts": "content parts each request carried (record content_parts)",
 }
+_NO_VERSION = "engine version as the server reported it (header engine_version: no /version)"
 V1_CANNOT_VERIFY: tuple[str, ...] = (*_V2_HEADER.values(), *_V2_RECORD.values())
 
 
@@ -200,16 +201,18 @@ class Evidence(BaseModel):
 
     @property
     def cannot_verify(self) -> tuple[str, ...]:
-        """What the claim rules cannot check in this file because its format lacks it."""
+        """What the claim rules cannot check in this file because it lacks it: the v2
+        fields (all of them in a v1 file), and an engine version the server did not report."""
+        unreported = (_NO_VERSION,) if self.header.engine_version is None else ()
         if self.version == 1:
-            return V1_CANNOT_VERIFY
+            return (*unreported, *V1_CANNOT_VERIFY)
         header = [text for name, text in _V2_HEADER.items() if getattr(self.header, name) is None]
         records = [
             text
             for name, text in _V2_RECORD.items()
             if any(getattr(r, name) is None for r in self.requests)
         ]
-        return (*header, *records)
+        return (*unreported, *header, *records)
 
 
 def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:

@@ -103,6 +103,11 @@ def test_sk125_header_workload_must_be_the_declared_one(tmp_path: Path) -> None:
     assert "SK125" in fired(tmp_path, evidence={"run-a": other})
 
 
+def test_sk126_tolerance_widened_to_fit(tmp_path: Path) -> None:
+    mutate = lambda d: d["measurements"].update(concurrency_tolerance_pct=40)  # noqa: E731
+    assert "SK126" in fired(tmp_path, mutate)
+
+
 def test_sk126_achieved_concurrency_is_shown(tmp_path: Path) -> None:
     result = report(tmp_path)
     fig = next(f for f in result.figures if f.id == "e2el-p99-c4")

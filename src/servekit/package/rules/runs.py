@@ -16,6 +16,7 @@ from servekit.package.rules.disclosures import is_simulator
 from servekit.package.rules.registry import Findings, finding, rule
 
 MAX_TOLERANCE_PCT = 10.0  # replicates that may differ by more are not replicates
+MAX_CONCURRENCY_TOLERANCE_PCT = 25.0
 PROMPT_DRIFT = 0.02  # server-counted prompt tokens may differ from the target by 2 %
 
 
@@ -208,6 +209,13 @@ def workload_ranges(ctx: Context) -> Findings:
 )
 def achieved_concurrency(ctx: Context) -> Findings:
     tol = ctx.package.measurements.concurrency_tolerance_pct
+    if tol > MAX_CONCURRENCY_TOLERANCE_PCT:
+        yield finding(
+            "SK126", "measurements.concurrency_tolerance_pct",
+            f"a {tol:g} % concurrency tolerance lets a label exceed the applied load by more "
+            f"than {MAX_CONCURRENCY_TOLERANCE_PCT:g} %", "label figures with the load applied",
+            tuple(f.id for _, f in ctx.measured_figures()),
+        )  # fmt: skip
     for where, f in ctx.measured_figures():
         for run_id in f.runs:
             ev = ctx.evidence(run_id) if ctx.package.run(run_id) else None
