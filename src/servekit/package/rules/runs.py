@@ -292,12 +292,12 @@ def all_runs_used(ctx: Context) -> Findings:
         first = pkg.run(f.runs[0]) if f.runs else None
         if first is None:
             continue
-        group = [
+        key = (first.workload, first.config)
+        missing = [
             r.id
             for r in pkg.measurements.runs
-            if (r.workload, r.config) == (first.workload, first.config)
+            if (r.workload, r.config) == key and r.current and r.id not in f.runs
         ]
-        missing = [r for r in group if r not in f.runs and pkg.run(r) and pkg.run(r).current]  # type: ignore[union-attr]
         retracted = [r for r in f.runs if (run := pkg.run(r)) is not None and not run.current]
         retracted += sorted({r for r in f.runs if f.runs.count(r) > 1})  # one run named twice
         if missing or retracted:
