@@ -32,16 +32,21 @@ from servekit.package import CheckReport, check, enforce, load_package
 from servekit.package.load import LoadedPackage
 from servekit.package.models import Package
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import MANIFEST_FILE, PIN_FILE, README_FILE, RECEIPT_FILE
+from servekit.receipts.formats import (
+    EXECUTABLES,
+    LAUNCH_FILE,
+    MANIFEST_FILE,
+    PIN_FILE,
+    README_FILE,
+    RECEIPT_FILE,
+)
 from servekit.receipts.keys import SigningKey, load_signing_key
 from servekit.receipts.manifest import kit_digest, manifest_entries, render_manifest
 from servekit.receipts.models import ServeRecord
 from servekit.receipts.signing import sign_payload
 from servekit.receipts.statement import ReceiptInputs, build_statement, statement_bytes
 
-LAUNCH_FILE = "deploy/launch.sh"
 COMPOSE_FILE = "deploy/compose.yaml"
-EXECUTABLES = frozenset({LAUNCH_FILE})
 
 
 @dataclass(frozen=True)

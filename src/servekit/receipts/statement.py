@@ -32,7 +32,14 @@ from servekit.receipts.models import (
     Subject,
 )
 
-__all__ = ["PAYLOAD_TYPE", "ReceiptInputs", "build_statement", "evidence_files", "statement_bytes"]
+__all__ = [
+    "PAYLOAD_TYPE",
+    "ReceiptInputs",
+    "build_statement",
+    "evidence_files",
+    "figure_records",
+    "statement_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,8 @@ def _figure(fig: Figure, result: FigureResult) -> FigureRecord:
     )
 
 
-def _figures(package: Package, report: CheckReport) -> tuple[FigureRecord, ...]:
+def figure_records(package: Package, report: CheckReport) -> tuple[FigureRecord, ...]:
+    """Each published figure with what the claim rules recomputed for it (builder and verifier)."""
     results = {r.id: r for r in report.figures}
     return tuple(_figure(f, results[f.id]) for f in package.measurements.figures)
 
@@ -160,7 +168,7 @@ def _predicate(inputs: ReceiptInputs) -> ReceiptPredicate:
         hardware=pkg.hardware.target,
         workloads=pkg.workloads,
         runs=_runs(inputs),
-        figures=_figures(pkg, inputs.report),
+        figures=figure_records(pkg, inputs.report),
         speedups=pkg.measurements.speedups,
         accuracy=pkg.accuracy,
         measurement_dates=_dates(pkg),
