@@ -210,6 +210,12 @@ class BenchError(Error):
 # --- verification -------------------------------------------------------------
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (ESC, CR, newline...) escaped, so a
+    name taken from a kit cannot move the cursor, recolour or fake a line of output."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 class VerificationError(Error):
     """Verification failed. Subclasses name the failure; never caught silently.
 
@@ -230,11 +236,11 @@ class VerificationError(Error):
     ) -> None:
         parts = [message]
         if file is not None:
-            parts.append(f"  file:     {file}")
+            parts.append(f"  file:     {printable(file)}")
         if expected is not None:
-            parts.append(f"  expected: {expected}")
+            parts.append(f"  expected: {printable(expected)}")
         if actual is not None:
-            parts.append(f"  actual:   {actual}")
+            parts.append(f"  actual:   {printable(actual)}")
         super().__init__("\n".join(parts), hint=hint)
         self.file = file
         self.expected = expected

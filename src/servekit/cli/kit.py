@@ -8,11 +8,15 @@ import typer
 from rich.markup import escape
 
 from servekit.cli.output import print_json, stdout
+from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
 from servekit.kit.build import build_kit, write_kit
+from servekit.receipts.keys import load_trust_store
+from servekit.verify.expect import Expectation
+from servekit.verify.kit import unpack_kit
 
 app = typer.Typer(
     help="Build a kit: deploy files written flag for flag from the package, evidence, "
-    "licences and a signed receipt.",
+    "licences and a signed receipt; unpack one only after verifying it.",
     no_args_is_help=True,
 )
 
@@ -39,3 +43,28 @@ def build_command(
     stdout.print(f"package:     {kit.package_id} {kit.version}")
     stdout.print(f"kit digest:  sha256:{kit.kit_digest}")
     stdout.print(f"signed by:   {kit.key_id}")
+
+
+@app.command("unpack")
+def unpack_command(
+    kit: Path = typer.Argument(..., help="KIT.tar.gz (or an unpacked kit directory)."),
+    directory: Path = typer.Argument(..., help="Where to write the kit: new or empty."),
+    trust: Path = typer.Option(..., "--trust", help=TRUST_HELP),
+    expect: str | None = typer.Option(None, "--expect", help=EXPECT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Verify a kit, then write only the verified bytes into DIR, with canonical modes.
+
+    Use this instead of `tar -x`: tar writes what the archive says, this writes what was
+    verified (0644, 0755 for deploy/launch.sh). Nothing is written unless the kit verifies;
+    the exit codes are those of `servekit verify kit`. DIR must be new or empty.
+    """
+    wanted = Expectation.parse(expect) if expect is not None else None
+    result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
+    if as_json:
+        print_json({**result.as_dict(), "unpacked_to": str(directory)})
+        return
+    render_identity(result)
+    stdout.print(
+        f"[green]✓ verified[/] and unpacked {result.files} files into {escape(str(directory))}"
+    )

@@ -10,6 +10,7 @@ from rich.markup import escape
 from servekit.cli.output import print_json, stdout
 from servekit.errors import UsageError
 from servekit.hub.client import Hub
+from servekit.receipts.keys import load_trust_store
 from servekit.verify.weights import (
     Expected,
     WeightsReport,
@@ -20,7 +21,9 @@ from servekit.verify.weights import (
 )
 
 
-def _expected(pin: Path | None, package: Path | None, kit: Path | None) -> Expected:
+def _expected(
+    pin: Path | None, package: Path | None, kit: Path | None, trust: Path | None
+) -> Expected:
     given = [p for p in (pin, package, kit) if p is not None]
     if len(given) != 1:
         raise UsageError(
@@ -32,7 +35,12 @@ def _expected(pin: Path | None, package: Path | None, kit: Path | None) -> Expec
     if package is not None:
         return expected_from_package(package)
     assert kit is not None
-    return expected_from_kit(kit)
+    if trust is None:
+        raise UsageError(
+            "--kit needs --trust: the kit is verified before its pin is believed",
+            hint="pass the publisher's servekit.pub or your trust file with --trust",
+        )
+    return expected_from_kit(kit, load_trust_store(trust))
 
 
 def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
@@ -69,7 +77,12 @@ def weights_command(
     ),
     pin: Path | None = typer.Option(None, "--pin", help="A pin file (PIN.json)."),
     package: Path | None = typer.Option(None, "--package", help="A package directory."),
-    kit: Path | None = typer.Option(None, "--kit", help="A kit (.tar.gz or directory)."),
+    kit: Path | None = typer.Option(
+        None, "--kit", help="A kit (.tar.gz or directory), verified first against --trust."
+    ),
+    trust: Path | None = typer.Option(
+        None, "--trust", help="With --kit: trust file or servekit.pub the kit must verify against."
+    ),
     fetch: bool = typer.Option(
         False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
     ),
@@ -84,7 +97,7 @@ def weights_command(
     unreadable file is named with the expected and the actual value, and the exit
     code names the failure (10 changed, 11 missing, 12 extra, 16 unreadable/unsafe).
     """
-    expected = _expected(pin, package, kit)
+    expected = _expected(pin, package, kit, trust)
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
     if as_json:
         print_json(report.as_dict())

@@ -67,6 +67,7 @@ from servekit.receipts.statement import evidence_files
 from servekit.verify.archive import KitContents, Limits, read_kit
 from servekit.verify.claims import recheck_claims
 from servekit.verify.expect import Expectation
+from servekit.verify.unpack import write_files
 
 
 @dataclass(frozen=True)
@@ -393,3 +394,20 @@ def verify_contents(
         figures=figures,
         contents=kit,
     )
+
+
+def unpack_kit(
+    path: Path | str,
+    trust: TrustStore,
+    directory: Path,
+    *,
+    expect: Expectation | None = None,
+) -> KitVerification:
+    """Verify the kit, then write exactly the verified bytes under ``directory``.
+
+    This is how a buyer unpacks a kit: never with ``tar -x``, which would write what the
+    archive says rather than what was verified (docs/kit.md, threat model).
+    """
+    result = verify_kit(path, trust, expect=expect)
+    write_files(result.contents.files, directory)
+    return result
