@@ -20,6 +20,7 @@ from servekit.package import load_package
 from servekit.receipts.keys import load_public_key, load_trust_store
 from servekit.verify.kit import verify_kit
 from tests.kit.helpers import EXAMPLES, KEYS, PACKAGE_DIR, ROOT, package_copy, private_key
+from tests.yamlio import dump_yaml
 
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
 
@@ -174,7 +175,7 @@ def _two_nodes(pkg: Path) -> None:
         for f in data["measurements"]["figures"]
         if "scope" not in f  # a per-GPU throughput would change with the GPU count
     ]
-    (pkg / "package.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (pkg / "package.yaml").write_text(dump_yaml(data))
     for name in ("run-a", "run-b"):
         path = pkg / "evidence" / f"{name}.jsonl"
         header, rest = path.read_text().split("\n", 1)
