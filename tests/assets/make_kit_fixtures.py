@@ -40,6 +40,7 @@ kit_figure_not_recomputed           re-signed receipt with a recomputed value of
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import gzip
 import hashlib
 import io
@@ -68,6 +69,7 @@ ASSETS = Path(__file__).resolve().parent
 PACKAGE_DIR = ASSETS / "kit_package"
 KEYS = ASSETS / "keys"
 MTIME = 1764460800  # 2025-11-30 00:00 UTC, the fixture package's publication date
+SIGNED_AT = dt.datetime(2025, 12, 1, 9, 30, tzinfo=dt.UTC)
 ENGINE_VERSION = "0.11.0"
 GPUS = 2
 REPO, COMMIT = "servekit-test/tiny-model", "3b1f6c0e2d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
@@ -349,7 +351,7 @@ def private_key(name: str, directory: Path) -> Path:
 
 def build(package_dir: Path, key: str) -> BuiltKit:
     with tempfile.TemporaryDirectory() as tmp:
-        return build_kit(package_dir, private_key(key, Path(tmp)))
+        return build_kit(package_dir, private_key(key, Path(tmp)), signed_at=SIGNED_AT)
 
 
 def _archive(files: dict[str, bytes]) -> bytes:

@@ -171,12 +171,14 @@ def test_kit_build_json_and_byte_identical_rebuild(
         tmp_path / "a.tar.gz",
         tmp_path / "b.tar.gz",
     )
+    at = ("--signed-at", "2025-12-01T09:30:00+0000")  # the fixtures' signing time
     assert (
-        main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(first), "--json"]) == 0
+        main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(first), *at, "--json"])
+        == 0
     )
     report = json.loads(capsys.readouterr().out)
     assert report["package"] == "kit-fixture" and len(report["files"]) == 15
-    assert main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(second)]) == 0
+    assert main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(second), *at]) == 0
     assert "kit digest" in capsys.readouterr().out
     assert first.read_bytes() == second.read_bytes() == (ASSETS / "kit_valid.tar.gz").read_bytes()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import typer
@@ -26,15 +27,22 @@ def build_command(
     package_dir: Path = typer.Argument(..., help="Package directory (holds package.yaml)."),
     key: Path = typer.Option(..., "--key", help="Private signing key (servekit.key, mode 0600)."),
     out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    signed_at: dt.datetime | None = typer.Option(
+        None,
+        "--signed-at",
+        formats=["%Y-%m-%dT%H:%M:%S%z"],
+        help="Signing time to record (e.g. 2026-01-31T12:00:00+0000); default now.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the claim rules, render the deploy files, sign the receipt and write KIT.tar.gz.
 
     Refuses on any claim-rule violation (exit 4), an unreadable or group/world-readable
-    key (exit 5) or a package it cannot render (exit 3). The same package and key
-    always give a byte-identical archive. docs/kit.md describes the layout.
+    key (exit 5), a `published` date after the signing time or a package it cannot render
+    (exit 3). The same package, key and --signed-at always give a byte-identical archive.
+    docs/kit.md describes the layout.
     """
-    kit = build_kit(package_dir, key)
+    kit = build_kit(package_dir, key, signed_at=signed_at)
     write_kit(kit, out)
     if as_json:
         print_json({"kit": str(out), **kit.as_dict()})

@@ -136,6 +136,7 @@ class ReceiptPredicate(Frozen):
     measurement_dates: MeasurementDates
     simulator: bool = Field(description="True when any run measured servekit's simulator.")
     claim_rules: RulesRecord
+    signed_at: dt.datetime = Field(description="When the receipt was signed (UTC, seconds).")
 
 
 class Statement(Frozen):

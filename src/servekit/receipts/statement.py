@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ class ReceiptInputs:
     digests: Mapping[str, str]
     key_id: str
     pin_file: str | None
+    signed_at: dt.datetime
 
 
 def evidence_files(package: Package) -> tuple[str, ...]:
@@ -178,6 +180,7 @@ def _predicate(inputs: ReceiptInputs) -> ReceiptPredicate:
             rules=tuple(RULES),
             violations=len(inputs.report.violations),
         ),
+        signed_at=inputs.signed_at,
     )
 
 
