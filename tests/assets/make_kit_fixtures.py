@@ -28,7 +28,7 @@ kit_wrong_mtime                     every mtime 0, not the package's date       
 kit_after_end_of_archive            a member after the end-of-archive blocks         21
 kit_manifest_not_first              README.md before MANIFEST                        22
 kit_oversized_member                a header claiming 8 GiB                          23
-kit_decompression_bomb              100 MiB of zeros in about 100 KB                 23
+kit_decompression_bomb              100 MiB of zeros after the end, in ~100 KB       21
 kit_receipt_reencoded               the signed envelope re-indented                  24
 kit_receipt_nested                  a receipt nested 100 000 levels deep             25
 kit_outside_grant                   signed by a key granted another publisher        26

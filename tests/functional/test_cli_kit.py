@@ -31,7 +31,7 @@ CASES = {
     "kit_after_end_of_archive": ("NonCanonicalArchiveError", 21),
     "kit_manifest_not_first": ("MemberOrderError", 22),
     "kit_oversized_member": ("ArchiveLimitError", 23),
-    "kit_decompression_bomb": ("ArchiveLimitError", 23),
+    "kit_decompression_bomb": ("NonCanonicalArchiveError", 21),
     "kit_receipt_reencoded": ("NonCanonicalReceiptError", 24),
     "kit_receipt_nested": ("ReceiptLimitError", 25),
     "kit_outside_grant": ("KeyGrantError", 26),

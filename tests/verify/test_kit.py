@@ -66,7 +66,7 @@ FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_after_end_of_archive": (NonCanonicalArchiveError, KIT),
     "kit_manifest_not_first": (MemberOrderError, "README.md"),
     "kit_oversized_member": (ArchiveLimitError, "README.md"),
-    "kit_decompression_bomb": (ArchiveLimitError, KIT),
+    "kit_decompression_bomb": (NonCanonicalArchiveError, KIT),
     "kit_receipt_reencoded": (NonCanonicalReceiptError, "receipt.dsse.json"),
     "kit_receipt_nested": (ReceiptLimitError, "receipt.dsse.json"),
     "kit_outside_grant": (KeyGrantError, "receipt.dsse.json"),

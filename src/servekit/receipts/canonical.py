@@ -32,12 +32,15 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]")
 
 
-def nesting_depth(data: bytes) -> int:
-    """The deepest ``[``/``{`` nesting of JSON text (strings skipped), in linear time."""
+def nesting_depth(data: bytes, *, stop: int | None = None) -> int:
+    """The deepest ``[``/``{`` nesting of JSON text (strings skipped), in linear time;
+    with ``stop``, it returns as soon as the depth passes ``stop``."""
     depth = deepest = 0
     for byte in _NOT_BRACKET.sub(b"", _STRING.sub(b"", data)):
         depth += 1 if byte in b"[{" else -1
         deepest = max(deepest, depth)
+        if stop is not None and deepest > stop:
+            break
     return deepest
 
 

@@ -115,8 +115,8 @@ def strict_json(data: bytes, *, file: str) -> object:
     """JSON bounded in size and depth, without duplicate keys."""
     if len(data) > MAX_RECEIPT_BYTES:
         raise _limit(file, f"<= {MAX_RECEIPT_BYTES} bytes", f"{len(data)} bytes")
-    if (depth := nesting_depth(data)) > MAX_DEPTH:
-        raise _limit(file, f"nesting <= {MAX_DEPTH} levels", f"{depth} levels")
+    if nesting_depth(data, stop=MAX_DEPTH) > MAX_DEPTH:
+        raise _limit(file, f"nesting <= {MAX_DEPTH} levels", f"more than {MAX_DEPTH} levels")
     try:
         return strict_loads(data)
     except DuplicateKeyError as exc:

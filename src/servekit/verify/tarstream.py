@@ -53,6 +53,7 @@ LINKS = {b"1": "a hard link", b"2": "a symlink", b"3": "a character device"}
 LINKS |= {b"4": "a block device", b"6": "a FIFO"}
 HINT = "do not unpack or deploy this kit; obtain it again from the publisher"
 _CHUNK = 64 * 1024
+_INFLATE = 1024 * 1024  # at most this much output per inflate call
 
 
 class Gate(Protocol):
@@ -139,7 +140,7 @@ class Gunzip:
         self._pending = b""
         if not data:
             raise self._gzip("the gzip stream is truncated", "the file ends inside the member")
-        room = self.limits.max_stream_bytes - len(self.out) + 1
+        room = min(self.limits.max_stream_bytes - len(self.out) + 1, _INFLATE)
         try:
             self.out += self.inflate.decompress(data, room)
         except zlib.error as exc:
@@ -162,10 +163,22 @@ class Gunzip:
         self.pos += len(chunk)
         return chunk
 
-    def finish(self) -> bytes:
-        """Drain the member, require that nothing follows it, and return the whole stream."""
-        while self._more():
+    def finish(self, canonical_bytes: int) -> bytes:
+        """Drain the member, require that nothing follows it, and return the whole stream.
+
+        The stream may not run past ``canonical_bytes`` (the canonical rendering's length):
+        whatever an archive hides after its end is refused as soon as it shows.
+        """
+        while len(self.out) <= canonical_bytes and self._more():
             pass
+        if len(self.out) > canonical_bytes:
+            raise NonCanonicalArchiveError(
+                "the archive goes on after its end-of-archive blocks",
+                file=self.source,
+                expected=f"{canonical_bytes} bytes of canonical tar",
+                actual=f"more than {canonical_bytes} bytes",
+                hint=HINT,
+            )
         after = self.inflate.unused_data or self._pending or self.fh.read(1)
         if after:
             raise self._gzip(
@@ -349,8 +362,7 @@ def _first_difference(stream: bytes, canonical: bytes) -> int:
     return next((i for i in range(limit) if stream[i] != canonical[i]), limit)
 
 
-def _check_canonical(stream: bytes, members: tuple[Member, ...], mtime: int, source: str) -> None:
-    canonical = render_tar((kit_file(m.name, m.data) for m in members), mtime)
+def _check_canonical(stream: bytes, canonical: bytes, source: str) -> None:
     if stream != canonical:
         offset = _first_difference(stream, canonical)
         raise NonCanonicalArchiveError(
@@ -385,8 +397,9 @@ def scan_archive(fh: BinaryIO, limits: StreamLimits, source: str, gate: Gate) ->
     stream = Gunzip(fh, limits, source)  # 1
     scan = _Scan(stream, gate)  # 2, 3
     scan.run()
-    whole = stream.finish()  # 4
     members = tuple(scan.members)
-    _check_canonical(whole, members, scan.mtime or 0, source)
+    canonical = render_tar((kit_file(m.name, m.data) for m in members), scan.mtime or 0)
+    whole = stream.finish(len(canonical))  # 4
+    _check_canonical(whole, canonical, source)
     _second_opinion(whole, members, source)  # 5
     return ScannedArchive(members, scan.mtime)
