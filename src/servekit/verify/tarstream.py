@@ -113,14 +113,17 @@ class Gunzip:
         data = self.fh.read(_CHUNK)
         self.read_in += len(data)
         if self.read_in > self.limits.max_archive_bytes:
-            raise ArchiveLimitError(
-                "the kit archive is too large",
-                file=self.source,
-                expected=f"<= {self.limits.max_archive_bytes} bytes",
-                actual=f"more than {self.limits.max_archive_bytes} bytes",
-                hint=HINT,
-            )
+            raise self._too_large("the kit archive is too large", self.limits.max_archive_bytes)
         return data
+
+    def _too_large(self, message: str, most: int) -> ArchiveLimitError:
+        return ArchiveLimitError(
+            message,
+            file=self.source,
+            expected=f"<= {most} bytes",
+            actual=f"more than {most} bytes",
+            hint=HINT,
+        )
 
     def _header(self) -> bytes:
         head = self._read()
@@ -146,13 +149,8 @@ class Gunzip:
         except zlib.error as exc:
             raise self._gzip("the gzip stream is damaged", str(exc)) from exc
         if len(self.out) > self.limits.max_stream_bytes:
-            raise ArchiveLimitError(
-                "the kit decompresses to too many bytes",
-                file=self.source,
-                expected=f"<= {self.limits.max_stream_bytes} bytes of tar",
-                actual=f"more than {self.limits.max_stream_bytes} bytes",
-                hint=HINT,
-            )
+            most = self.limits.max_stream_bytes
+            raise self._too_large("the kit decompresses to too many bytes", most)
         return True
 
     def read(self, size: int) -> bytes:
