@@ -29,6 +29,7 @@ from servekit.errors import (
     SignatureError,
     SubjectMismatchError,
     TarHeaderError,
+    UnexpectedKitError,
     UnsafeArchiveError,
     UntrustedKeyError,
     VerificationError,
@@ -39,6 +40,7 @@ from servekit.receipts.canonical import canonical_json
 from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
 from servekit.receipts.manifest import manifest_entries, render_manifest
 from servekit.receipts.signing import sign_payload
+from servekit.verify.expect import Expectation
 from servekit.verify.kit import verify_kit
 from tests.assets.make_kit_fixtures import MTIME, build, private_key
 from tests.kit.helpers import ASSETS, KEYS, PACKAGE_DIR
@@ -235,3 +237,33 @@ def test_a_kit_subject_for_another_package(tmp_path: Path) -> None:
 def test_a_fresh_build_verifies() -> None:
     kit = build(PACKAGE_DIR, "publisher")
     assert kit.archive == (ASSETS / "kit_valid.tar.gz").read_bytes()
+
+
+def test_a_receipt_for_another_publisher_is_refused(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["package"]["publisher"] = "Someone Else"
+
+    with pytest.raises(SubjectMismatchError, match="not the package the receipt describes") as info:
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+    assert info.value.actual == "kit-fixture 1.0.0 by servekit tests"
+
+
+def test_a_bare_key_can_sign_any_package_but_a_trust_file_grants_one(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"][0]["name"] = "servekit-kit:kit-fixture-2@1.0.0"
+        statement["predicate"]["package"]["id"] = "kit-fixture-2"
+
+    kit = _resign(tmp_path, _files(), edit)
+    with pytest.raises(KeyGrantError) as info:
+        verify_kit(kit, GRANTS)
+    assert info.value.actual == "kit-fixture-2 1.0.0 by servekit tests"
+    with pytest.raises(SubjectMismatchError, match="not the package the receipt describes"):
+        verify_kit(kit, TRUST)  # the grant passes; package.yaml still says kit-fixture
+
+
+def test_expect_is_checked_once_the_receipt_is_authentic() -> None:
+    kit = ASSETS / "kit_valid.tar.gz"
+    assert verify_kit(kit, GRANTS, expect=Expectation.parse("kit-fixture@>=1.0.0")).files == 15
+    with pytest.raises(UnexpectedKitError) as info:
+        verify_kit(kit, GRANTS, expect=Expectation.parse("kit-fixture@>=1.10.0"))
+    assert (info.value.expected, info.value.actual) == ("kit-fixture@>=1.10.0", "kit-fixture@1.0.0")
