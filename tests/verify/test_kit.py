@@ -267,3 +267,10 @@ def test_expect_is_checked_once_the_receipt_is_authentic() -> None:
     with pytest.raises(UnexpectedKitError) as info:
         verify_kit(kit, GRANTS, expect=Expectation.parse("kit-fixture@>=1.10.0"))
     assert (info.value.expected, info.value.actual) == ("kit-fixture@>=1.10.0", "kit-fixture@1.0.0")
+
+
+def test_a_receipt_from_before_signed_at_still_verifies(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        del statement["predicate"]["signed_at"]
+
+    assert verify_kit(_resign(tmp_path, _files(), edit), TRUST).files == 15

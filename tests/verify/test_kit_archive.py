@@ -286,6 +286,14 @@ def test_directory_files_need_their_canonical_mode(tmp_path: Path, name: str, mo
     assert (info.value.file, info.value.actual) == (name, f"{mode:04o}")
 
 
+def test_a_hard_linked_file_is_refused(tmp_path: Path) -> None:
+    root = _directory(tmp_path)
+    os.link(root / "README.md", tmp_path / "elsewhere")
+    with pytest.raises(MemberMetadataError, match="hard links") as info:
+        read_kit(root)
+    assert (info.value.file, info.value.actual) == ("README.md", "2 links")
+
+
 def test_a_world_writable_directory_is_refused(tmp_path: Path) -> None:
     root = _directory(tmp_path)
     (root / "deploy").chmod(0o777)

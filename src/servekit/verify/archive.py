@@ -215,6 +215,15 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 
 
 def _check_mode(name: str, st: os.stat_result) -> None:
+    if st.st_nlink != 1:
+        raise MemberMetadataError(
+            "an unpacked kit file has other hard links",
+            file=name,
+            expected="1 link",
+            actual=f"{st.st_nlink} links",
+            hint="another path could change it after it is verified; unpack the kit again "
+            "with `servekit kit unpack`",
+        )
     mode, expected = stat.S_IMODE(st.st_mode), member_mode(name)
     if mode != expected:
         raise MemberMetadataError(
