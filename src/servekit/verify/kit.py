@@ -89,10 +89,10 @@ class KitVerification:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "verified": True,
-            "kit": self.source,
             "package": self.package_id,
             "version": self.version,
+            "verified": True,
+            "kit": self.source,
             "publisher": self.publisher,
             "key_id": self.key_id,
             "kit_digest": f"{DIGEST_ALGORITHM}:{self.kit_digest}",
