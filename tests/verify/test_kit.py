@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from servekit.errors import (
     ArchiveLimitError,
@@ -274,3 +275,20 @@ def test_a_receipt_from_before_signed_at_still_verifies(tmp_path: Path) -> None:
         del statement["predicate"]["signed_at"]
 
     assert verify_kit(_resign(tmp_path, _files(), edit), TRUST).files == 15
+
+
+def test_a_figure_its_evidence_does_not_carry_is_refused_even_when_signed(tmp_path: Path) -> None:
+    """A publisher key re-signs a kit whose package.yaml claims a better TTFT."""
+    files = _files()
+    text = files["package.yaml"].decode()
+    figures = yaml.safe_load(text)["measurements"]["figures"]
+    value = figures[0]["value"]
+    assert text.count(f"value: {value}") == 1
+    files["package.yaml"] = text.replace(f"value: {value}", f"value: {value / 2}").encode()
+
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["figures"][0]["value"] = value / 2
+
+    with pytest.raises(ClaimRecheckError, match="claim rules refuse a figure") as info:
+        verify_kit(_resign(tmp_path, files, edit), TRUST)
+    assert info.value.expected == "no violation"

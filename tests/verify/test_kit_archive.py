@@ -107,6 +107,32 @@ def test_a_header_with_a_bad_checksum_is_refused(tmp_path: Path) -> None:
         read_kit(_kit(tmp_path, tail=bytes(block)))
 
 
+def _patched(block: bytes, offset: int, raw: bytes) -> bytes:
+    """``block`` with ``raw`` written at ``offset`` and its checksum made right again."""
+    data = bytearray(block)
+    data[offset : offset + len(raw)] = raw
+    data[148:156] = b" " * 8
+    data[148:156] = b"%06o\0 " % sum(data[:512])
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("offset", "raw", "expected"),
+    [
+        (257, b"ustar  \0", "ustar magic"),  # old GNU magic
+        (345, b"deploy", "empty ustar prefix"),  # GNU tar and tarfile join prefix/name
+        (100, b"000644 \0", "mode: 7 octal digits"),  # GNU tar's spelling, not tarfile's
+        (124, b"\x80" + b"\0" * 10 + b"\x01", "size: 11 octal digits"),  # base-256
+    ],
+)
+def test_headers_spelled_another_way_are_refused(
+    tmp_path: Path, offset: int, raw: bytes, expected: str
+) -> None:
+    with pytest.raises(TarHeaderError) as info:
+        read_kit(_kit(tmp_path, tail=_patched(_member("zz", b"x"), offset, raw)))
+    assert expected in str(info.value.expected)
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
