@@ -213,11 +213,11 @@ def _text(raw: bytes) -> str:
 
 
 def _check_checksum(block: bytes, offset: int) -> None:
+    """The checksum as ``tarfile`` writes it: six octal digits, NUL, space; unsigned sum."""
     name = _text(block[:100]) or f"(header at offset {offset})"
-    stored = _octal(block[:148] + block[148:154] + b"\0", 148, 7, name, "checksum")
-    actual = sum(block[:148]) + 8 * 0x20 + sum(block[156:])
-    if block[154:156] != b"\0 " or stored != actual:
-        raise _header_error(name, f"checksum {actual:o}", f"{block[148:156]!r}")
+    digits, actual = block[148:154], sum(block[:148]) + 8 * 0x20 + sum(block[156:])
+    if block[154:156] != b"\0 " or digits.strip(b"01234567") or int(digits, 8) != actual:
+        raise _header_error(name, f"checksum {actual:06o}", f"{block[148:156]!r}")
 
 
 def _check_magic(block: bytes, name: str) -> None:
