@@ -283,3 +283,15 @@ def test_a_package_file_may_not_land_on_a_generated_kit_path(
     (pkg / name).write_text("not the generated file\n")
     with pytest.raises(PackageError, match=f"would become {kit_path}"):
         build_kit(pkg, key)
+
+
+def test_a_kit_path_longer_than_a_tar_name_is_refused(tmp_path: Path, key: Path) -> None:
+    name = "evidence/" + "r" * 95 + ".jsonl"
+
+    def edit(data: dict[str, Any]) -> None:
+        data["measurements"]["runs"][1]["file"] = name
+
+    pkg = package_copy(tmp_path, edit)
+    (pkg / "evidence" / "run-b.jsonl").rename(pkg / name)
+    with pytest.raises(PackageError, match="longer than 100 bytes"):
+        build_kit(pkg, key)

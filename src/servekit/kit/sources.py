@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from servekit.errors import PackageError, PackageFileError
 from servekit.package.load import LoadedPackage
+from servekit.receipts.archive import NAME_BYTES
 from servekit.receipts.formats import GENERATED, package_sources
 
 
@@ -36,6 +37,12 @@ def copy_sources(loaded: LoadedPackage) -> dict[str, bytes]:
     for kit_path, relative in package_sources(loaded.package):
         if kit_path in GENERATED:
             raise _reserved(kit_path, relative)
+        if len(kit_path.encode("utf-8")) > NAME_BYTES:
+            raise PackageError(
+                f"{relative} would become {kit_path} in the kit, longer than {NAME_BYTES} bytes",
+                hint="shorten the file name: a kit path must fit one tar header, since kits "
+                "never carry the extended headers a verifier refuses",
+            )
         if kit_path in origin and origin[kit_path] != relative:
             raise PackageError(
                 f"{origin[kit_path]} and {relative} would both become {kit_path} in the kit",
