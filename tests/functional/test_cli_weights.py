@@ -285,6 +285,7 @@ def test_a_built_kit_carries_the_pin_to_verify_weights(
         "verify", "weights", "--fetch", "--kit", "kit.tar.gz", *trust, env=env, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("This kit is kimi-k3-8xb300 version 1.0.0")
     snapshot = tmp_path / "hf-cache" / "models--moonshotai--Kimi-K3" / "snapshots" / commit
     (snapshot / "config.json").unlink()
     result = servekit(

@@ -31,12 +31,13 @@ def failure_dict(exc: VerificationError) -> dict[str, Any]:
     }
 
 
-def render_identity(result: KitVerification) -> None:
+def identity_line(package_id: str, version: str, publisher: str) -> str:
     """The first line of every verification: which package and version this kit is."""
-    stdout.print(
-        f"This kit is {plain(result.package_id)} version {plain(result.version)}, "
-        f"published by {plain(result.publisher)}."
-    )
+    return f"This kit is {plain(package_id)} version {plain(version)}, published by {plain(publisher)}."
+
+
+def render_identity(result: KitVerification) -> None:
+    stdout.print(identity_line(result.package_id, result.version, result.publisher))
 
 
 def render(result: KitVerification) -> None:

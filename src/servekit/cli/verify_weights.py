@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from servekit.cli.output import print_json, stdout
+from servekit.cli.verify_kit import identity_line
 from servekit.errors import UsageError
 from servekit.hub.client import Hub
 from servekit.receipts.keys import load_trust_store
@@ -98,6 +99,8 @@ def weights_command(
     code names the failure (10 changed, 11 missing, 12 extra, 16 unreadable/unsafe).
     """
     expected = _expected(pin, package, kit, trust)
+    if expected.package is not None and not as_json:
+        stdout.print(identity_line(*expected.package))
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
     if as_json:
         print_json(report.as_dict())

@@ -16,6 +16,7 @@ is skipped and step 4 compares the tree digest alone, which cannot name the file
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ class Expected:
     source: str
     repo: str | None = None
     commit: str | None = None
+    package: tuple[str, str, str] | None = None
+    """(id, version, publisher) of the verified kit the pin came from."""
 
     @classmethod
     def from_pin(cls, pin: WeightsPin, source: str) -> Expected:
@@ -112,7 +115,9 @@ def expected_from_kit(path: Path, trust: TrustStore) -> Expected:
     if pin_text is not None:
         pin = parse_pin(pin_text, source=f"{path}:{PIN_FILE}")
         check_pin_agrees(model, pin, f"{path}:{PIN_FILE}")
-    return Expected.from_model(model, pin, f"kit {path}")
+    expected = Expected.from_model(model, pin, f"kit {path}")
+    identity = (verified.package_id, verified.version, verified.publisher)
+    return dataclasses.replace(expected, package=identity)
 
 
 class WeightsReport(BaseModel):
