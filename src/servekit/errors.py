@@ -23,6 +23,7 @@ Exit codes (documented in ``docs/cli.md``):
 14    verification failed: receipt subjects do not match
 15    verification failed: unsafe or malformed archive
 16    verification failed: a file could not be read
+17+   verification failed: a specific kit refusal (docs/errors.md lists each)
 45    fit: the model, its weights' headers or the layout cannot be sized
 46    fit: config.json names no known architecture or lacks a field
 47    fit: unknown GPU name
@@ -235,6 +236,12 @@ class BenchError(Error):
 # --- verification -------------------------------------------------------------
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (ESC, CR, newline...) escaped, so a
+    name taken from a kit cannot move the cursor, recolour or fake a line of output."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 class VerificationError(Error):
     """Verification failed. Subclasses name the failure; never caught silently.
 
@@ -255,11 +262,11 @@ class VerificationError(Error):
     ) -> None:
         parts = [message]
         if file is not None:
-            parts.append(f"  file:     {file}")
+            parts.append(f"  file:     {printable(file)}")
         if expected is not None:
-            parts.append(f"  expected: {expected}")
+            parts.append(f"  expected: {printable(expected)}")
         if actual is not None:
-            parts.append(f"  actual:   {actual}")
+            parts.append(f"  actual:   {printable(actual)}")
         super().__init__("\n".join(parts), hint=hint)
         self.file = file
         self.expected = expected
@@ -396,3 +403,93 @@ class ReproductionError(VerificationError):
     """A signed reproduction is not a servekit reproduction, or does not match its subjects."""
 
     exit_code = 57
+
+
+# --- kits a hostile mirror cannot bend (docs/kit.md, threat model) -------------
+
+__all__ += [
+    "ArchiveLimitError",
+    "ClaimRecheckError",
+    "ExtendedHeaderError",
+    "GzipStreamError",
+    "KeyGrantError",
+    "MemberMetadataError",
+    "MemberOrderError",
+    "NonCanonicalArchiveError",
+    "NonCanonicalReceiptError",
+    "ReceiptLimitError",
+    "TarHeaderError",
+    "UnexpectedKitError",
+]
+
+
+class GzipStreamError(UnsafeArchiveError):
+    """The kit is not exactly one gzip member in servekit's header, ending the file."""
+
+    exit_code = 17
+
+
+class TarHeaderError(UnsafeArchiveError):
+    """A raw tar header is malformed, or of a kind servekit never writes."""
+
+    exit_code = 18
+
+
+class ExtendedHeaderError(UnsafeArchiveError):
+    """An extended tar header (pax ``x``/``g``, GNU ``L``/``K``) would rename or resize a member."""
+
+    exit_code = 19
+
+
+class MemberMetadataError(UnsafeArchiveError):
+    """A member's mode, owner, names or mtime are not the canonical ones."""
+
+    exit_code = 20
+
+
+class NonCanonicalArchiveError(UnsafeArchiveError):
+    """The archive's bytes differ from the canonical rendering of the members read."""
+
+    exit_code = 21
+
+
+class MemberOrderError(UnsafeArchiveError):
+    """The first member is not ``MANIFEST``, or the members are not sorted by path."""
+
+    exit_code = 22
+
+
+class ArchiveLimitError(UnsafeArchiveError):
+    """The kit exceeds a size or count limit (members, bytes, manifest)."""
+
+    exit_code = 23
+
+
+class NonCanonicalReceiptError(SignatureError):
+    """The receipt's bytes are not the ones ``kit build`` writes for its content."""
+
+    exit_code = 24
+
+
+class ReceiptLimitError(SignatureError):
+    """The receipt is too large or too deeply nested to parse safely."""
+
+    exit_code = 25
+
+
+class KeyGrantError(SignatureError):
+    """A trusted key signed a package outside its grant in the trust store."""
+
+    exit_code = 26
+
+
+class UnexpectedKitError(VerificationError):
+    """The kit verifies but is not the package or version the buyer asked for."""
+
+    exit_code = 27
+
+
+class ClaimRecheckError(VerificationError):
+    """The receipt's figures or rule record disagree with the claim rules run on the kit."""
+
+    exit_code = 28

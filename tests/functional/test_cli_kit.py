@@ -17,11 +17,28 @@ CASES = {
     "kit_missing_evidence": ("MissingFileError", 11),
     "kit_extra_file": ("ExtraFileError", 12),
     "kit_tampered_receipt_payload": ("SignatureError", 13),
-    "kit_untrusted_key": ("UntrustedKeyError", 13),
+    "kit_untrusted_key": ("KeyGrantError", 26),  # trust.toml grants that key other packages
     "kit_manifest_not_resigned": ("SubjectMismatchError", 14),
     "kit_path_traversal": ("UnsafeArchiveError", 15),
     "kit_symlink_member": ("UnsafeArchiveError", 15),
+    "kit_duplicate_member": ("UnsafeArchiveError", 15),
+    "kit_gzip_appended_member": ("GzipStreamError", 17),
+    "kit_header_bad_checksum": ("TarHeaderError", 18),
+    "kit_pax_path_override": ("ExtendedHeaderError", 19),
+    "kit_gnu_long_name": ("ExtendedHeaderError", 19),
+    "kit_setuid_launch": ("MemberMetadataError", 20),
+    "kit_wrong_mtime": ("MemberMetadataError", 20),
+    "kit_after_end_of_archive": ("NonCanonicalArchiveError", 21),
+    "kit_manifest_not_first": ("MemberOrderError", 22),
+    "kit_oversized_member": ("ArchiveLimitError", 23),
+    "kit_decompression_bomb": ("NonCanonicalArchiveError", 21),
+    "kit_receipt_reencoded": ("NonCanonicalReceiptError", 24),
+    "kit_receipt_nested": ("ReceiptLimitError", 25),
+    "kit_outside_grant": ("KeyGrantError", 26),
+    "kit_recorded_violations": ("ClaimRecheckError", 28),
+    "kit_figure_not_recomputed": ("ClaimRecheckError", 28),
 }
+TRUST_FILE = str(KEYS / "trust.toml")
 
 
 def test_generate_build_verify_every_example(tmp_path: Path) -> None:
@@ -50,9 +67,7 @@ def test_each_golden_fixture_fails_with_its_error_and_exit_code(
 ) -> None:
     error, code = CASES[name]
     kit = ASSETS / f"{name}.tar.gz"
-    assert (
-        main(["verify", "kit", str(kit), "--trust", str(KEYS / "publisher.pub"), "--json"]) == code
-    )
+    assert main(["verify", "kit", str(kit), "--trust", TRUST_FILE, "--json"]) == code
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert (report["verified"], report["error"], report["exit_code"]) == (False, error, code)
@@ -61,14 +76,76 @@ def test_each_golden_fixture_fails_with_its_error_and_exit_code(
 
 
 def test_the_valid_fixture_verifies_in_text(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", "kit", str(ASSETS / "kit_valid.tar.gz"), "--trust", str(KEYS)]) == 0
-    out = capsys.readouterr().out
-    assert "verified" in out and "kit-fixture 1.0.0" in out and "TTFT p50" in out
+    assert main(["verify", "kit", str(ASSETS / "kit_valid.tar.gz"), "--trust", TRUST_FILE]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "This kit is kit-fixture version 1.0.0, published by servekit tests."
+    assert "verified" in lines[1]
+    figures = [line for line in lines if "TTFT p50" in line]
+    assert figures and figures[0].endswith("ms [measured]"), "provenance must stay visible"
 
 
-def test_an_empty_trust_directory_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", "kit", str(ASSETS / "kit_valid.tar.gz"), "--trust", str(tmp_path)]) == 13
+def test_expect_refuses_another_package_or_an_older_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kit = str(ASSETS / "kit_valid.tar.gz")
+    for wanted, code in [
+        ("kit-fixture@1.0.0", 0),
+        ("kit-fixture@>=0.9.2", 0),
+        ("kit-fixture@>=1.0.0-rc1", 0),
+        ("kit-fixture@1.0.1", 27),
+        ("kit-fixture@>=1.0.1", 27),
+        ("kit-fixture@>=1.0.0.1", 27),
+        ("other@1.0.0", 27),
+        ("kit-fixture", 2),
+    ]:
+        assert main(["verify", "kit", kit, "--trust", TRUST_FILE, "--expect", wanted]) == code
+    assert "not the package you asked for" in capsys.readouterr().err
+
+
+def test_a_trust_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "kit", str(ASSETS / "kit_valid.tar.gz"), "--trust", str(tmp_path)]) == 5
+    assert "cannot say who may sign what" in capsys.readouterr().err
+
+
+def test_an_empty_trust_file_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty.pub").write_text("")
+    kit = str(ASSETS / "kit_valid.tar.gz")
+    assert main(["verify", "kit", kit, "--trust", str(tmp_path / "empty.pub")]) == 13
     assert "holds no key" in capsys.readouterr().err
+
+
+def test_kit_unpack_writes_the_verified_files_with_canonical_modes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "kit"
+    kit = str(ASSETS / "kit_valid.tar.gz")
+    assert main(["kit", "unpack", kit, str(target), "--trust", TRUST_FILE]) == 0
+    assert capsys.readouterr().out.startswith("This kit is kit-fixture version 1.0.0")
+    files = sorted(p for p in target.rglob("*") if p.is_file())
+    assert len(files) == 15
+    modes = {p.relative_to(target).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in files}
+    assert modes.pop("deploy/launch.sh") == 0o755 and set(modes.values()) == {0o644}
+    assert main(["verify", "kit", str(target), "--trust", TRUST_FILE]) == 0
+    assert main(["kit", "unpack", kit, str(target), "--trust", TRUST_FILE]) == 2  # not empty
+
+
+def test_kit_unpack_writes_nothing_from_a_kit_that_fails(tmp_path: Path) -> None:
+    target = tmp_path / "kit"
+    kit = str(ASSETS / "kit_pax_path_override.tar.gz")
+    assert main(["kit", "unpack", kit, str(target), "--trust", TRUST_FILE]) == 19
+    assert not target.exists()
+
+
+def test_control_characters_in_names_reach_the_terminal_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.assets.make_kit_fixtures import _end, _gzip, _member
+
+    evil = _gzip(_end(_member("MANIFEST\x1b[2J\r", b"")))
+    (tmp_path / "k.tar.gz").write_bytes(evil)
+    assert main(["verify", "kit", str(tmp_path / "k.tar.gz"), "--trust", TRUST_FILE]) == 15
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\r" not in err and "MANIFEST\\x1b[2J\\r" in err
 
 
 def test_kit_build_refuses_a_readable_key(
@@ -94,12 +171,14 @@ def test_kit_build_json_and_byte_identical_rebuild(
         tmp_path / "a.tar.gz",
         tmp_path / "b.tar.gz",
     )
+    at = ("--signed-at", "2025-12-01T09:30:00+0000")  # the fixtures' signing time
     assert (
-        main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(first), "--json"]) == 0
+        main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(first), *at, "--json"])
+        == 0
     )
     report = json.loads(capsys.readouterr().out)
     assert report["package"] == "kit-fixture" and len(report["files"]) == 15
-    assert main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(second)]) == 0
+    assert main(["kit", "build", str(PACKAGE_DIR), "--key", str(key), "-o", str(second), *at]) == 0
     assert "kit digest" in capsys.readouterr().out
     assert first.read_bytes() == second.read_bytes() == (ASSETS / "kit_valid.tar.gz").read_bytes()
 

@@ -279,10 +279,16 @@ def test_a_built_kit_carries_the_pin_to_verify_weights(
         result = servekit(*args, env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
     result = servekit("verify", "weights", "--fetch", "--kit", "kit.tar.gz", env=env, cwd=tmp_path)
+    assert result.returncode == 2 and "--kit needs --trust" in result.stderr
+    trust = ("--trust", str(tmp_path / "keys" / "servekit.pub"))
+    result = servekit(
+        "verify", "weights", "--fetch", "--kit", "kit.tar.gz", *trust, env=env, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("This kit is kimi-k3-8xb300 version 1.0.0")
     snapshot = tmp_path / "hf-cache" / "models--moonshotai--Kimi-K3" / "snapshots" / commit
     (snapshot / "config.json").unlink()
     result = servekit(
-        "verify", "weights", str(snapshot), "--kit", "kit.tar.gz", env=env, cwd=tmp_path
+        "verify", "weights", str(snapshot), "--kit", "kit.tar.gz", *trust, env=env, cwd=tmp_path
     )
     assert result.returncode == 11 and "missing: config.json" in result.stderr

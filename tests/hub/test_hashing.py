@@ -70,10 +70,12 @@ class Meddler(Recorder):
                     f.truncate(10)
                 else:  # rewrite a byte already hashed: same size, new mtime
                     f.write(b"X")
+            if self.change == "rewrite-mtime-restored":  # only the ctime still shows it
+                os.utime(self.path, ns=(1_000_000_000, 1_000_000_000))
         super().advance(amount)
 
 
-@pytest.mark.parametrize("change", ["grow", "truncate", "rewrite"])
+@pytest.mark.parametrize("change", ["grow", "truncate", "rewrite", "rewrite-mtime-restored"])
 def test_a_file_changing_while_hashed_is_caught(tmp_path: Path, change: str) -> None:
     path = _write(tmp_path / "shard", 50_000)
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # an old mtime, so a write shows

@@ -16,6 +16,7 @@ import yaml
 
 from servekit.package.models import Package
 from tests.assets.make_kit_fixtures import PACKAGE_DIR, private_key
+from tests.yamlio import dump_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "tests" / "assets"
@@ -35,7 +36,7 @@ def package_copy(
     if edit is not None:
         data = yaml.safe_load((target / "package.yaml").read_text())
         edit(data)
-        (target / "package.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+        (target / "package.yaml").write_text(dump_yaml(data))
     return target
 
 

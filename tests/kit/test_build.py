@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import gzip
 import io
 import json
@@ -13,15 +14,18 @@ from typing import Any
 import pytest
 import yaml
 
-from servekit.errors import ClaimRuleError, PackageError, SigningKeyError
+from servekit.errors import ClaimRuleError, PackageError, SigningKeyError, UsageError
 from servekit.kit.archive import KitFile, kit_mtime, write_archive
 from servekit.kit.build import build_kit, render_deploy
 from servekit.package import load_package
 from servekit.receipts.keys import load_public_key, load_trust_store
 from servekit.verify.kit import verify_kit
 from tests.kit.helpers import EXAMPLES, KEYS, PACKAGE_DIR, ROOT, package_copy, private_key
+from tests.yamlio import dump_yaml
 
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
+
+SIGNED_AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)  # after every example's date
 
 
 @pytest.fixture
@@ -41,11 +45,17 @@ def _statement(files: dict[str, bytes]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("package_dir", [PACKAGE_DIR, *EXAMPLES], ids=lambda p: p.name)
 def test_two_builds_are_byte_identical(package_dir: Path, key: Path) -> None:
-    assert build_kit(package_dir, key).archive == build_kit(package_dir, key).archive
+    assert (
+        build_kit(package_dir, key, signed_at=SIGNED_AT).archive
+        == build_kit(package_dir, key, signed_at=SIGNED_AT).archive
+    )
 
 
 def test_the_same_package_copied_elsewhere_gives_the_same_bytes(tmp_path: Path, key: Path) -> None:
-    assert build_kit(package_copy(tmp_path), key).archive == build_kit(PACKAGE_DIR, key).archive
+    assert (
+        build_kit(package_copy(tmp_path), key, signed_at=SIGNED_AT).archive
+        == build_kit(PACKAGE_DIR, key, signed_at=SIGNED_AT).archive
+    )
 
 
 def test_k3_kit_is_under_3_mb(key: Path) -> None:
@@ -174,7 +184,7 @@ def _two_nodes(pkg: Path) -> None:
         for f in data["measurements"]["figures"]
         if "scope" not in f  # a per-GPU throughput would change with the GPU count
     ]
-    (pkg / "package.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (pkg / "package.yaml").write_text(dump_yaml(data))
     for name in ("run-a", "run-b"):
         path = pkg / "evidence" / f"{name}.jsonl"
         header, rest = path.read_text().split("\n", 1)
@@ -233,3 +243,55 @@ def test_gpus_must_split_over_nodes(tmp_path: Path) -> None:
     package = load_package(package_copy(tmp_path, uneven)).package
     with pytest.raises(PackageError, match="does not split over 2 nodes"):
         render_deploy(package)
+
+
+def test_the_receipt_records_its_signing_time(key: Path) -> None:
+    when = dt.datetime(2026, 3, 1, 8, 0, 5, 123456, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    kit = build_kit(PACKAGE_DIR, key, signed_at=when)
+    statement = _statement({f.path: f.data for f in kit.files})
+    assert statement["predicate"]["signed_at"] == "2026-03-01T06:00:05Z"
+    with pytest.raises(UsageError, match="timezone"):
+        build_kit(PACKAGE_DIR, key, signed_at=dt.datetime(2026, 3, 1))
+
+
+def test_a_published_date_after_the_signing_time_is_refused(key: Path) -> None:
+    before = dt.datetime(2025, 11, 29, 23, 59, tzinfo=dt.UTC)  # the fixture says 2025-11-30
+    with pytest.raises(PackageError, match="after the signing time 2025-11-29"):
+        build_kit(PACKAGE_DIR, key, signed_at=before)
+    assert build_kit(PACKAGE_DIR, key, signed_at=before + dt.timedelta(minutes=1)).files
+
+
+@pytest.mark.parametrize(
+    ("field", "name", "kit_path"),
+    [
+        ("license", "licenses/MODEL_NOTICE.md", "licenses/MODEL_NOTICE.md"),
+        ("license", "MODEL_NOTICE.md", "licenses/MODEL_NOTICE.md"),
+        ("recipe", "build/BUILD.md", "deploy/build/BUILD.md"),
+    ],
+)
+def test_a_package_file_may_not_land_on_a_generated_kit_path(
+    tmp_path: Path, key: Path, field: str, name: str, kit_path: str
+) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        if field == "license":
+            data["license"]["file"] = name
+        else:
+            data["engine"]["build_recipe"] = name
+
+    pkg = package_copy(tmp_path, edit)
+    (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+    (pkg / name).write_text("not the generated file\n")
+    with pytest.raises(PackageError, match=f"would become {kit_path}"):
+        build_kit(pkg, key)
+
+
+def test_a_kit_path_longer_than_a_tar_name_is_refused(tmp_path: Path, key: Path) -> None:
+    name = "evidence/" + "r" * 95 + ".jsonl"
+
+    def edit(data: dict[str, Any]) -> None:
+        data["measurements"]["runs"][1]["file"] = name
+
+    pkg = package_copy(tmp_path, edit)
+    (pkg / "evidence" / "run-b.jsonl").rename(pkg / name)
+    with pytest.raises(PackageError, match="longer than 100 bytes"):
+        build_kit(pkg, key)

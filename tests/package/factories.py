@@ -26,6 +26,7 @@ from servekit.package.evidence import (
 from servekit.package.load import LoadedPackage, load_package
 from servekit.package.models import Metric, Scope, Statistic
 from servekit.package.stats import figure_value, summarize
+from tests.yamlio import dump_yaml
 
 ENGINE = "0.11.0"
 HARDWARE = "2x H200"
@@ -301,7 +302,7 @@ def write_package(
         (root / "evidence" / f"{name}.jsonl").write_text(text)
     (root / "licenses" / "MODEL_LICENSE.md").write_text("model licence\n")
     (root / "licenses" / "PACKAGE_LICENSE.md").write_text("package licence\n")
-    (root / "package.yaml").write_text(yaml.safe_dump(definition, sort_keys=False))
+    (root / "package.yaml").write_text(dump_yaml(definition))
     return load_package(root)
 
 
@@ -317,4 +318,4 @@ def edit_definition(root: Path, mutate: Callable[[dict[str, Any]], object]) -> N
     path = root / "package.yaml"
     data = yaml.safe_load(path.read_text())
     mutate(data)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(dump_yaml(data))

@@ -11,6 +11,7 @@ from servekit.errors import EvidenceError, PackageError, PackageFileError, Packa
 from servekit.package.load import load_package
 from servekit.package.rules import check
 from tests.package.factories import write_package
+from tests.yamlio import dump_yaml
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ def test_every_problem_is_listed_at_once(pkg: Path) -> None:
     data = yaml.safe_load((pkg / "package.yaml").read_text())
     data["model"]["shard_count"] = "x"
     data["engine"]["build"] = "binary"
-    (pkg / "package.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (pkg / "package.yaml").write_text(dump_yaml(data))
     with pytest.raises(PackageSchemaError) as info:
         load_package(pkg)
     assert {p.field for p in info.value.problems} == {"model.shard_count", "engine.build"}

@@ -5,15 +5,21 @@ from __future__ import annotations
 import base64
 import json
 import tarfile
-from pathlib import Path
+from typing import Any
 
 import pytest
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey as NaclSigningKey
 from nacl.signing import VerifyKey
 
-from servekit.errors import SignatureError, SubjectMismatchError, UntrustedKeyError
-from servekit.receipts.canonical import canonical_json
+from servekit.errors import (
+    NonCanonicalReceiptError,
+    ReceiptLimitError,
+    SignatureError,
+    SubjectMismatchError,
+    UntrustedKeyError,
+)
+from servekit.receipts.canonical import canonical_json, nesting_depth
 from servekit.receipts.dsse import decode_envelope, pae
 from servekit.receipts.keys import PublicKey, SigningKey, TrustStore, generate, load_public_key
 from servekit.receipts.signing import read_statement, sign_payload, verify_envelope
@@ -75,9 +81,9 @@ def test_pynacl_signature_verifies_with_servekit() -> None:
     payload = b'{"hello":"world"}'
     sig = nacl_key.sign(_my_pae(PAYLOAD_TYPE.encode(), payload)).signature
     public = PublicKey.from_raw(bytes(nacl_key.verify_key))
-    signature = {"keyid": "", "sig": base64.b64encode(sig).decode()}
+    signature = {"keyid": public.key_id, "sig": base64.b64encode(sig).decode()}
     envelope = {"payload": base64.b64encode(payload).decode(), "payloadType": PAYLOAD_TYPE}
-    data = json.dumps({**envelope, "signatures": [signature]}).encode()
+    data = json.dumps({**envelope, "signatures": [signature]}, separators=(",", ":")).encode()
     trust = TrustStore("test", {public.key_id: public})
     assert verify_envelope(data, trust, file="x").payload == payload
 
@@ -99,7 +105,7 @@ def test_edited_payload_fails_with_signature_error() -> None:
     envelope = json.loads(sign_payload(b"payload", key))
     envelope["payload"] = base64.b64encode(b"pay1oad").decode()
     with pytest.raises(SignatureError) as info:
-        verify_envelope(json.dumps(envelope).encode(), _trust(key), file="r")
+        verify_envelope(canonical_json(envelope), _trust(key), file="r")
     assert type(info.value) is SignatureError
 
 
@@ -111,14 +117,59 @@ def test_unknown_signer_fails_with_untrusted_key_error() -> None:
     assert info.value.expected == f"a signature by one of {trusted.public.key_id}"
 
 
-def test_a_wrong_keyid_hint_does_not_stop_a_valid_signature() -> None:
+def test_a_keyid_that_is_not_the_signer_is_refused() -> None:
+    """keyid is not signed: letting it vary would give one receipt many hashes."""
     key = generate()
     envelope = json.loads(sign_payload(b"payload", key))
     envelope["signatures"][0]["keyid"] = "somebody-else"
-    assert (
-        verify_envelope(json.dumps(envelope).encode(), _trust(key), file="r").key_id
-        == key.public.key_id
-    )
+    with pytest.raises(NonCanonicalReceiptError) as info:
+        verify_envelope(canonical_json(envelope), _trust(key), file="r")
+    assert info.value.actual == "somebody-else"
+
+
+def _pad_bits(text: str) -> str:
+    """The same bytes in base64 with non-zero pad bits (decoders ignore them)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = text.rstrip("=")[-1]
+    return text.rstrip("=")[:-1] + alphabet[alphabet.index(last) + 1] + "=" * text.count("=")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda e: json.dumps(e).encode(),  # spaces
+        lambda e: json.dumps(dict(reversed(e.items())), separators=(",", ":")).encode(),
+        lambda e: canonical_json({**e, "payload": _pad_bits(e["payload"])}),
+        lambda e: canonical_json({**e, "signatures": [e["signatures"][0]] * 2}),
+        lambda e: canonical_json(e)[:-1] + b',"payload":"' + e["payload"].encode() + b'"}',
+        lambda e: canonical_json(e) + b"\n",
+    ],
+    ids=["whitespace", "key-order", "pad-bits", "two-signatures", "duplicate-key", "newline"],
+)
+def test_only_the_canonical_envelope_is_accepted(edit: Any) -> None:
+    key = generate()
+    payload = b"payload"  # 7 bytes: base64 with one '=' of padding, so pad bits exist
+    envelope = json.loads(sign_payload(payload, key))
+    assert verify_envelope(canonical_json(envelope), _trust(key), file="r").payload == payload
+    with pytest.raises(NonCanonicalReceiptError):
+        verify_envelope(edit(envelope), _trust(key), file="r")
+
+
+def test_oversized_and_deep_receipts_are_refused_without_a_traceback() -> None:
+    key = generate()
+    with pytest.raises(ReceiptLimitError, match="too large"):
+        decode_envelope(b" " * (1024 * 1024 + 1), file="r")
+    with pytest.raises(ReceiptLimitError, match="nested"):
+        decode_envelope(b'{"a":' * 40 + b"1" + b"}" * 40, file="r")
+    deep = b'{"a":' * 40 + b"1" + b"}" * 40
+    verified = verify_envelope(sign_payload(deep, key), _trust(key), file="r")
+    with pytest.raises(ReceiptLimitError, match="nested"):
+        read_statement(verified, file="r")
+
+
+def test_nesting_depth_skips_strings() -> None:
+    assert nesting_depth(b'{"a":"' + b"[" * 100 + b'\\\\"}') == 1
+    assert nesting_depth(b'[[{"a":[1]}],[]]') == 4
 
 
 def test_empty_trust_store_is_a_failure() -> None:
@@ -148,7 +199,7 @@ def test_wrong_payload_type_is_refused() -> None:
     envelope = json.loads(sign_payload(b"payload", key))
     envelope["payloadType"] = "text/plain"
     with pytest.raises(SignatureError, match="wrong payload type"):
-        verify_envelope(json.dumps(envelope).encode(), _trust(key), file="r")
+        verify_envelope(canonical_json(envelope), _trust(key), file="r")
 
 
 def test_statement_of_another_type_is_refused() -> None:
@@ -166,9 +217,16 @@ def test_statement_of_another_type_is_refused() -> None:
         read_statement(verified, file="r")
 
 
-def test_receipt_payload_bytes_are_never_reserialized(tmp_path: Path) -> None:
-    """A valid but non-canonical payload still verifies: the stored bytes are what count."""
+def test_a_non_canonical_payload_is_refused_after_its_signature_verifies() -> None:
+    """The signature covers the stored bytes; canonical form then gives them one hash."""
     key = generate()
     payload = b'{ "b": 1,   "a": 2 }'
     verified = verify_envelope(sign_payload(payload, key), _trust(key), file="r")
     assert verified.payload == payload
+    with pytest.raises(NonCanonicalReceiptError, match="canonical"):
+        read_statement(verified, file="r")
+    duplicate = b'{"_type":"a","_type":"b"}'
+    verified = verify_envelope(sign_payload(duplicate, key), _trust(key), file="r")
+    with pytest.raises(NonCanonicalReceiptError) as info:
+        read_statement(verified, file="r")
+    assert info.value.actual == "key '_type' twice"

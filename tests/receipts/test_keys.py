@@ -74,19 +74,70 @@ def test_describe_private_and_public(tmp_path: Path) -> None:
     assert private.public_pem == (KEYS / "publisher.pub").read_text()
 
 
-def test_trust_store_from_a_file_a_bundle_and_a_directory(tmp_path: Path) -> None:
-    ids = {load_public_key(KEYS / f"{n}.pub").key_id for n in ("publisher", "untrusted")}
-    assert set(load_trust_store(KEYS / "publisher.pub").keys) < ids
+def test_one_bare_key_is_trusted_for_one_publisher() -> None:
+    trust = load_trust_store(KEYS / "publisher.pub")
+    (key_id,) = trust.keys
+    assert trust.grants[key_id].allows("anyone", "any-package")
+
+
+def test_several_bare_keys_are_refused(tmp_path: Path) -> None:
+    """A bundle or a directory cannot say which key signs for whom."""
     bundle = tmp_path / "trusted.pem"
     bundle.write_bytes(
         (KEYS / "publisher.pub").read_bytes() + (KEYS / "untrusted.pub").read_bytes()
     )
-    assert set(load_trust_store(bundle).keys) == ids
-    assert set(load_trust_store(KEYS).keys) == ids  # every *.pub in the directory
+    with pytest.raises(SigningKeyError, match="2 public keys"):
+        load_trust_store(bundle)
+    with pytest.raises(SigningKeyError, match="directory"):
+        load_trust_store(KEYS)
+
+
+def test_a_trust_file_grants_each_key_a_publisher_and_packages() -> None:
+    trust = load_trust_store(KEYS / "trust.toml")
+    publisher = load_public_key(KEYS / "publisher.pub").key_id
+    untrusted = load_public_key(KEYS / "untrusted.pub").key_id
+    assert set(trust.keys) == {publisher, untrusted}
+    assert trust.grants[publisher].allows("servekit tests", "kit-fixture")
+    assert not trust.grants[publisher].allows("servekit tests", "kit-fixture-2")
+    assert not trust.grants[publisher].allows("Someone Else", "kit-fixture")
+    assert trust.grants[untrusted].allows("Someone Else", "other-model")
+    assert not trust.grants[untrusted].allows("Someone Else", "kit-fixture")
+
+
+def _trust_file(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "trust.toml"
+    path.write_text(body)
+    (tmp_path / "publisher.pub").write_bytes((KEYS / "publisher.pub").read_bytes())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("not toml [", "not a TOML trust file"),
+        ("[keys.abc]\n", "is not a key id"),
+        (f"[keys.{'0' * 64}]\npublisher = 'x'\n", "exactly publisher, packages and public_key"),
+        (
+            f"[keys.{'0' * 64}]\npublisher='x'\npackages=[]\npublic_key='publisher.pub'\n",
+            "non-empty list",
+        ),
+        (
+            f"[keys.{'0' * 64}]\npublisher='x'\npackages=['a b']\npublic_key='publisher.pub'\n",
+            "not a package id pattern",
+        ),
+        (
+            f"[keys.{'0' * 64}]\npublisher='x'\npackages=['*']\npublic_key='publisher.pub'\n",
+            "the public key's id is",
+        ),
+        ("other = 1\n", "nothing else"),
+    ],
+)
+def test_malformed_trust_files_are_refused(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(SigningKeyError, match=message):
+        load_trust_store(_trust_file(tmp_path, body))
 
 
 def test_empty_trust_stores_load_empty(tmp_path: Path) -> None:
-    assert not load_trust_store(tmp_path).keys
     (tmp_path / "empty.pub").write_text("")
     assert not load_trust_store(tmp_path / "empty.pub").keys
 

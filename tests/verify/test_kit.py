@@ -11,27 +11,44 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from servekit.errors import (
+    ArchiveLimitError,
+    ClaimRecheckError,
+    ExtendedHeaderError,
     ExtraFileError,
     FileChangedError,
+    GzipStreamError,
+    KeyGrantError,
+    MemberMetadataError,
+    MemberOrderError,
     MissingFileError,
+    NonCanonicalArchiveError,
+    NonCanonicalReceiptError,
+    ReceiptLimitError,
     SignatureError,
     SubjectMismatchError,
+    TarHeaderError,
+    UnexpectedKitError,
     UnsafeArchiveError,
     UntrustedKeyError,
     VerificationError,
 )
-from servekit.kit.archive import KitFile, write_archive
+from servekit.kit.archive import write_archive
+from servekit.receipts.archive import kit_file
 from servekit.receipts.canonical import canonical_json
 from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
 from servekit.receipts.manifest import manifest_entries, render_manifest
 from servekit.receipts.signing import sign_payload
+from servekit.verify.expect import Expectation
 from servekit.verify.kit import verify_kit
-from tests.assets.make_kit_fixtures import build, private_key
+from tests.assets.make_kit_fixtures import MTIME, build, private_key
 from tests.kit.helpers import ASSETS, KEYS, PACKAGE_DIR
 
 TRUST = load_trust_store(KEYS / "publisher.pub")
+GRANTS = load_trust_store(KEYS / "trust.toml")
+KIT = "<the kit>"  # refusals of the archive as a whole name the kit's own path
 
 FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_tampered_compose": (FileChangedError, "deploy/compose.yaml"),
@@ -42,7 +59,24 @@ FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_manifest_not_resigned": (SubjectMismatchError, "MANIFEST"),
     "kit_path_traversal": (UnsafeArchiveError, "../x"),
     "kit_symlink_member": (UnsafeArchiveError, "deploy/k8s/secrets.yaml"),
+    "kit_duplicate_member": (UnsafeArchiveError, "deploy/compose.yaml"),
+    "kit_gzip_appended_member": (GzipStreamError, KIT),
+    "kit_header_bad_checksum": (TarHeaderError, "deploy/zz-skip"),
+    "kit_pax_path_override": (ExtendedHeaderError, "././@PaxHeader"),
+    "kit_gnu_long_name": (ExtendedHeaderError, "././@LongLink"),
+    "kit_setuid_launch": (MemberMetadataError, "deploy/launch.sh"),
+    "kit_wrong_mtime": (MemberMetadataError, KIT),
+    "kit_after_end_of_archive": (NonCanonicalArchiveError, KIT),
+    "kit_manifest_not_first": (MemberOrderError, "README.md"),
+    "kit_oversized_member": (ArchiveLimitError, "README.md"),
+    "kit_decompression_bomb": (NonCanonicalArchiveError, KIT),
+    "kit_receipt_reencoded": (NonCanonicalReceiptError, "receipt.dsse.json"),
+    "kit_receipt_nested": (ReceiptLimitError, "receipt.dsse.json"),
+    "kit_outside_grant": (KeyGrantError, "receipt.dsse.json"),
+    "kit_recorded_violations": (ClaimRecheckError, "receipt.dsse.json"),
+    "kit_figure_not_recomputed": (ClaimRecheckError, "receipt.dsse.json"),
 }
+TRUSTED_BY = {"kit_outside_grant": GRANTS}
 
 
 def _files(name: str = "kit_valid") -> dict[str, bytes]:
@@ -52,7 +86,7 @@ def _files(name: str = "kit_valid") -> dict[str, bytes]:
 
 def _kit(tmp_path: Path, files: dict[str, bytes]) -> Path:
     path = tmp_path / "kit.tar.gz"
-    path.write_bytes(write_archive([KitFile(p, d) for p, d in files.items()], 0))
+    path.write_bytes(write_archive([kit_file(p, d) for p, d in files.items()], MTIME))
     return path
 
 
@@ -68,17 +102,22 @@ def test_the_valid_fixture_verifies() -> None:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_each_failure_fixture_raises_its_own_error(name: str) -> None:
     error, file = FIXTURES[name]
+    path = ASSETS / f"{name}.tar.gz"
     with pytest.raises(VerificationError) as info:
-        verify_kit(ASSETS / f"{name}.tar.gz", TRUST)
+        verify_kit(path, TRUSTED_BY.get(name, TRUST))
     assert type(info.value) is error
-    assert info.value.file == file
+    assert info.value.file == (str(path) if file == KIT else file)
     assert info.value.expected and info.value.actual and info.value.expected != info.value.actual
 
 
+def _unpacked(target: Path, name: str = "kit_valid") -> Path:
+    with tarfile.open(ASSETS / f"{name}.tar.gz") as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
 def test_an_unpacked_kit_directory_verifies(tmp_path: Path) -> None:
-    with tarfile.open(ASSETS / "kit_valid.tar.gz") as tar:
-        tar.extractall(tmp_path / "kit", filter="data")
-    assert verify_kit(tmp_path / "kit", TRUST).files == 15
+    assert verify_kit(_unpacked(tmp_path / "kit"), TRUST).files == 15
 
 
 def test_a_directory_kit_with_a_symlink_is_refused(tmp_path: Path) -> None:
@@ -95,7 +134,8 @@ def test_a_directory_kit_with_a_symlink_is_refused(tmp_path: Path) -> None:
 
 def test_an_empty_trust_store_fails_even_a_valid_kit(tmp_path: Path) -> None:
     with pytest.raises(SignatureError, match="holds no key"):
-        verify_kit(ASSETS / "kit_valid.tar.gz", load_trust_store(tmp_path))
+        (tmp_path / "empty.pub").write_bytes(b"")
+        verify_kit(ASSETS / "kit_valid.tar.gz", load_trust_store(tmp_path / "empty.pub"))
 
 
 def test_the_untrusted_kit_verifies_once_its_key_is_trusted() -> None:
@@ -104,11 +144,18 @@ def test_the_untrusted_kit_verifies_once_its_key_is_trusted() -> None:
 
 
 def test_a_missing_receipt_or_manifest(tmp_path: Path) -> None:
-    for name in ("receipt.dsse.json", "MANIFEST"):
-        files = {p: d for p, d in _files().items() if p != name}
-        with pytest.raises(MissingFileError) as info:
-            verify_kit(_kit(tmp_path, files), TRUST)
-        assert info.value.file == name
+    files = {p: d for p, d in _files().items() if p != "receipt.dsse.json"}
+    with pytest.raises(MissingFileError) as info:
+        verify_kit(_kit(tmp_path, files), TRUST)
+    assert info.value.file == "receipt.dsse.json"
+    files = {p: d for p, d in _files().items() if p != "MANIFEST"}
+    with pytest.raises(MemberOrderError, match="must be MANIFEST"):
+        verify_kit(_kit(tmp_path, files), TRUST)
+    unpacked = _unpacked(tmp_path / "dir")
+    (unpacked / "MANIFEST").unlink()
+    with pytest.raises(MissingFileError) as info:
+        verify_kit(unpacked, TRUST)
+    assert info.value.file == "MANIFEST"
 
 
 def _resign(
@@ -191,3 +238,57 @@ def test_a_kit_subject_for_another_package(tmp_path: Path) -> None:
 def test_a_fresh_build_verifies() -> None:
     kit = build(PACKAGE_DIR, "publisher")
     assert kit.archive == (ASSETS / "kit_valid.tar.gz").read_bytes()
+
+
+def test_a_receipt_for_another_publisher_is_refused(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["package"]["publisher"] = "Someone Else"
+
+    with pytest.raises(SubjectMismatchError, match="not the package the receipt describes") as info:
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+    assert info.value.actual == "kit-fixture 1.0.0 by servekit tests"
+
+
+def test_a_bare_key_can_sign_any_package_but_a_trust_file_grants_one(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"][0]["name"] = "servekit-kit:kit-fixture-2@1.0.0"
+        statement["predicate"]["package"]["id"] = "kit-fixture-2"
+
+    kit = _resign(tmp_path, _files(), edit)
+    with pytest.raises(KeyGrantError) as info:
+        verify_kit(kit, GRANTS)
+    assert info.value.actual == "kit-fixture-2 1.0.0 by servekit tests"
+    with pytest.raises(SubjectMismatchError, match="not the package the receipt describes"):
+        verify_kit(kit, TRUST)  # the grant passes; package.yaml still says kit-fixture
+
+
+def test_expect_is_checked_once_the_receipt_is_authentic() -> None:
+    kit = ASSETS / "kit_valid.tar.gz"
+    assert verify_kit(kit, GRANTS, expect=Expectation.parse("kit-fixture@>=1.0.0")).files == 15
+    with pytest.raises(UnexpectedKitError) as info:
+        verify_kit(kit, GRANTS, expect=Expectation.parse("kit-fixture@>=1.10.0"))
+    assert (info.value.expected, info.value.actual) == ("kit-fixture@>=1.10.0", "kit-fixture@1.0.0")
+
+
+def test_a_receipt_from_before_signed_at_still_verifies(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        del statement["predicate"]["signed_at"]
+
+    assert verify_kit(_resign(tmp_path, _files(), edit), TRUST).files == 15
+
+
+def test_a_figure_its_evidence_does_not_carry_is_refused_even_when_signed(tmp_path: Path) -> None:
+    """A publisher key re-signs a kit whose package.yaml claims a better TTFT."""
+    files = _files()
+    text = files["package.yaml"].decode()
+    figures = yaml.safe_load(text)["measurements"]["figures"]
+    value = figures[0]["value"]
+    assert text.count(f"value: {value}") == 1
+    files["package.yaml"] = text.replace(f"value: {value}", f"value: {value / 2}").encode()
+
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["figures"][0]["value"] = value / 2
+
+    with pytest.raises(ClaimRecheckError, match="claim rules refuse a figure") as info:
+        verify_kit(_resign(tmp_path, files, edit), TRUST)
+    assert info.value.expected == "no violation"

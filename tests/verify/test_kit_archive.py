@@ -1,7 +1,8 @@
-"""The safe kit reader: what it refuses, before reading a byte of the member."""
+"""The strict kit reader: each way an archive could be read two ways is refused first."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import tarfile
@@ -9,108 +10,273 @@ from pathlib import Path
 
 import pytest
 
-from servekit.errors import ReadError, UnsafeArchiveError
+from servekit.errors import (
+    ArchiveLimitError,
+    ExtraFileError,
+    FileChangedError,
+    GzipStreamError,
+    MemberMetadataError,
+    MemberOrderError,
+    NonCanonicalArchiveError,
+    ReadError,
+    ReceiptLimitError,
+    TarHeaderError,
+    UnsafeArchiveError,
+)
+from servekit.receipts.archive import kit_file, render_tar
+from servekit.receipts.manifest import manifest_entries, render_manifest
 from servekit.verify.archive import Limits, kit_member_name, read_kit
+from servekit.verify.tarstream import Gunzip, StreamLimits
+from tests.assets.make_kit_fixtures import _end, _gzip, _info, _member, _members
+
+FILES = {"README.md": b"hello\n", "deploy/launch.sh": b"#!/bin/sh\n", "evidence/a.jsonl": b"{}\n"}
 
 
-def _tar(tmp_path: Path, *members: tuple[tarfile.TarInfo, bytes | None]) -> Path:
+def _files(**extra: bytes) -> dict[str, bytes]:
+    files = {**FILES, **{k.replace("__", "/"): v for k, v in extra.items()}}
+    return {"MANIFEST": render_manifest(manifest_entries(files)), **files}
+
+
+def _write(tmp_path: Path, data: bytes) -> Path:
     path = tmp_path / "kit.tar.gz"
-    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    path.write_bytes(data)
     return path
 
 
-def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
-    return tarfile.TarInfo(name), data
+def _kit(tmp_path: Path, files: dict[str, bytes] | None = None, tail: bytes = b"") -> Path:
+    return _write(tmp_path, _gzip(_end(_members(files or _files()) + tail)))
 
 
-def _special(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInfo, None]:
-    info = tarfile.TarInfo(name)
-    info.type, info.linkname = kind, linkname
-    return info, None
-
-
-def test_reads_files_and_skips_directories(tmp_path: Path) -> None:
-    directory = _special("./deploy/", tarfile.DIRTYPE)
-    kit = read_kit(
-        _tar(tmp_path, directory, _file("./deploy/a.yaml", b"a"), _file("MANIFEST", b"m"))
-    )
-    assert dict(kit.files) == {"deploy/a.yaml": b"a", "MANIFEST": b"m"}
+def test_a_canonical_archive_is_read_with_its_mtime(tmp_path: Path) -> None:
+    files = _files()
+    path = _write(tmp_path, _gzip(render_tar([kit_file(p, d) for p, d in files.items()], 7)))
+    kit = read_kit(path)
+    assert dict(kit.files) == files and kit.mtime == 7
 
 
 @pytest.mark.parametrize(
-    ("member", "message"),
+    ("kind", "linkname", "message"),
     [
-        (_file("../x"), "leaves the kit"),
-        (_file("deploy/../../x"), "leaves the kit"),
-        (_file("/etc/passwd"), "absolute path"),
-        (_file("a b"), "not a plain kit path"),
-        (_file("a\\..\\b"), "not a plain kit path"),
-        (_special("link", tarfile.SYMTYPE, "/etc/passwd"), "a link to '/etc/passwd'"),
-        (_special("hard", tarfile.LNKTYPE, "MANIFEST"), "a link to 'MANIFEST'"),
-        (_special("dev", tarfile.CHRTYPE), "a device"),
-        (_special("blk", tarfile.BLKTYPE), "a device"),
-        (_special("fifo", tarfile.FIFOTYPE), "a FIFO"),
+        (tarfile.SYMTYPE, "/etc/passwd", "a symlink to '/etc/passwd'"),
+        (tarfile.LNKTYPE, "MANIFEST", "a hard link to 'MANIFEST'"),
+        (tarfile.CHRTYPE, "", "a character device"),
+        (tarfile.BLKTYPE, "", "a block device"),
+        (tarfile.FIFOTYPE, "", "a FIFO"),
     ],
 )
-def test_unsafe_members_are_refused(
-    tmp_path: Path, member: tuple[tarfile.TarInfo, bytes | None], message: str
+def test_links_and_devices_are_refused(
+    tmp_path: Path, kind: bytes, linkname: str, message: str
 ) -> None:
-    with pytest.raises(UnsafeArchiveError) as info:
-        read_kit(_tar(tmp_path, _file("MANIFEST"), member))
-    assert message in str(info.value)
-    assert info.value.file == member[0].name
+    info = _info("zz", 0, type=kind, linkname=linkname)
+    with pytest.raises(UnsafeArchiveError) as exc:
+        read_kit(_kit(tmp_path, tail=info.tobuf(tarfile.PAX_FORMAT)))
+    assert type(exc.value) is UnsafeArchiveError
+    assert (exc.value.file, exc.value.actual) == ("zz", message)
 
 
-def test_duplicate_names_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("../x", "leaves the kit"),
+        ("deploy/../../x", "leaves the kit"),
+        ("/etc/passwd", "absolute path"),
+        ("./zz", "not a plain kit path"),
+        ("zz/", "not a plain kit path"),
+        ("a b", "not a plain kit path"),
+        ("a\\..\\b", "not a plain kit path"),
+        ("zz\x1b[2J", "not a plain kit path"),
+    ],
+)
+def test_unsafe_names_are_refused(tmp_path: Path, name: str, message: str) -> None:
+    with pytest.raises(UnsafeArchiveError, match=message) as exc:
+        read_kit(_kit(tmp_path, tail=_member(name, b"x")))
+    assert exc.value.file == name
+
+
+def test_directories_and_other_types_are_refused(tmp_path: Path) -> None:
+    directory = _info("zz", 0, type=tarfile.DIRTYPE, mode=0o644).tobuf(tarfile.PAX_FORMAT)
+    with pytest.raises(TarHeaderError, match="servekit never writes") as exc:
+        read_kit(_kit(tmp_path, tail=directory))
+    assert exc.value.actual == "type b'5'"
+
+
+def test_a_header_with_a_bad_checksum_is_refused(tmp_path: Path) -> None:
+    block = bytearray(_member("zz", b"x"))
+    block[0:2] = b"zy"  # the name changes, the stored checksum does not
+    with pytest.raises(TarHeaderError, match="malformed"):
+        read_kit(_kit(tmp_path, tail=bytes(block)))
+
+
+def _patched(block: bytes, offset: int, raw: bytes) -> bytes:
+    """``block`` with ``raw`` written at ``offset`` and its checksum made right again."""
+    data = bytearray(block)
+    data[offset : offset + len(raw)] = raw
+    data[148:156] = b" " * 8
+    data[148:156] = b"%06o\0 " % sum(data[:512])
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("offset", "raw", "expected"),
+    [
+        (257, b"ustar  \0", "ustar magic"),  # old GNU magic
+        (345, b"deploy", "empty ustar prefix"),  # GNU tar and tarfile join prefix/name
+        (100, b"000644 \0", "mode: 7 octal digits"),  # GNU tar's spelling, not tarfile's
+        (124, b"\x80" + b"\0" * 10 + b"\x01", "size: 11 octal digits"),  # base-256
+    ],
+)
+def test_headers_spelled_another_way_are_refused(
+    tmp_path: Path, offset: int, raw: bytes, expected: str
+) -> None:
+    with pytest.raises(TarHeaderError) as info:
+        read_kit(_kit(tmp_path, tail=_patched(_member("zz", b"x"), offset, raw)))
+    assert expected in str(info.value.expected)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"uid": 1000}, "owner"),
+        ({"gid": 5}, "owner"),
+        ({"uname": "root"}, "user or group name"),
+        ({"mode": 0o666}, "mode"),
+        ({"mode": 0o4644}, "mode"),
+        ({"mtime": 1}, "mtime"),
+    ],
+)
+def test_non_canonical_metadata_is_refused(
+    tmp_path: Path, fields: dict[str, object], message: str
+) -> None:
+    files = _files(zz=b"x")
+    tar = b"".join(_member(p, d, **(fields if p == "zz" else {})) for p, d in sorted(files.items()))
+    with pytest.raises(MemberMetadataError, match=message) as exc:
+        read_kit(_write(tmp_path, _gzip(_end(tar))))
+    assert exc.value.file == "zz"
+
+
+def test_launch_sh_must_be_executable_and_nothing_else(tmp_path: Path) -> None:
+    files = _files()
+    tar = b"".join(_member(p, d, mode=0o644) for p, d in sorted(files.items()))
+    with pytest.raises(MemberMetadataError) as exc:
+        read_kit(_write(tmp_path, _gzip(_end(tar))))
+    assert (exc.value.file, exc.value.expected, exc.value.actual) == (
+        "deploy/launch.sh",
+        "0755",
+        "0644",
+    )
+
+
+def test_order_duplicates_and_manifest_first(tmp_path: Path) -> None:
+    files = _files()
     with pytest.raises(UnsafeArchiveError, match="same name twice"):
-        read_kit(_tar(tmp_path, _file("a", b"1"), _file("./a", b"2")))
+        read_kit(_kit(tmp_path, files, _member("evidence/a.jsonl", b"{}\n")))
+    with pytest.raises(MemberOrderError, match="path order"):
+        read_kit(_kit(tmp_path, files, _member("deploy/zz", b"")))
+    no_manifest = {p: d for p, d in files.items() if p != "MANIFEST"}
+    with pytest.raises(MemberOrderError, match="must be MANIFEST"):
+        read_kit(_kit(tmp_path, no_manifest))
+
+
+def test_members_are_admitted_against_manifest_before_their_data(tmp_path: Path) -> None:
+    files = _files()
+    with pytest.raises(ExtraFileError) as extra:
+        read_kit(_kit(tmp_path, files, _member("zz", b"x")))
+    assert extra.value.file == "zz"
+    header_only = _info("evidence/a.jsonl", 10**6).tobuf(tarfile.PAX_FORMAT)
+    tar = _member("MANIFEST", files["MANIFEST"]) + _member("README.md", files["README.md"])
+    tar += _member("deploy/launch.sh", files["deploy/launch.sh"], mode=0o755) + header_only
+    with pytest.raises(FileChangedError, match="size differs") as changed:
+        read_kit(_write(tmp_path, _gzip(tar)))  # refused before reading: no data follows
+    assert (changed.value.expected, changed.value.actual) == ("3 bytes", "1000000 bytes")
 
 
 def test_limits(tmp_path: Path) -> None:
-    kit = _tar(tmp_path, _file("a", b"12345"), _file("b", b"12345"), _file("c", b"1"))
-    with pytest.raises(UnsafeArchiveError, match="too large") as info:
-        read_kit(kit, Limits(max_member_bytes=4))
-    assert (info.value.file, info.value.actual) == ("a", "5 bytes")
-    with pytest.raises(UnsafeArchiveError, match="too large in total") as info:
-        read_kit(kit, Limits(max_total_bytes=9))
-    assert info.value.file == "b"
-    with pytest.raises(UnsafeArchiveError, match="too many members"):
-        read_kit(kit, Limits(max_members=2))
-    assert (
-        len(read_kit(kit, Limits(max_member_bytes=5, max_total_bytes=11, max_members=3)).files) == 3
-    )
+    path = _kit(tmp_path)
+    with pytest.raises(ArchiveLimitError, match="too large") as info:
+        read_kit(path, Limits(max_member_bytes=5))
+    assert (info.value.file, info.value.actual) == ("README.md", "6 bytes")
+    with pytest.raises(ArchiveLimitError, match="too large in total"):
+        read_kit(path, Limits(max_total_bytes=200))
+    with pytest.raises(ArchiveLimitError, match="too many"):
+        read_kit(path, Limits(max_members=3))
+    with pytest.raises(ArchiveLimitError, match="member is too large") as info:
+        read_kit(path, Limits(max_manifest_bytes=100))
+    assert info.value.file == "MANIFEST"
+    with pytest.raises(ArchiveLimitError, match="archive is too large"):
+        read_kit(path, Limits(max_archive_bytes=100))
+    assert len(read_kit(path, Limits(max_members=4)).files) == 4
 
 
-def test_oversized_member_is_refused_before_it_is_read(tmp_path: Path) -> None:
-    """A header may claim any size; the limit applies to the claim, not to what follows."""
-    big = tarfile.TarInfo("big")
-    big.size = 10**12
-    path = tmp_path / "kit.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        tar.fileobj.write(big.tobuf())  # type: ignore[union-attr]
-    with pytest.raises(UnsafeArchiveError, match="too large"):
+def test_an_oversized_receipt_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    files = _files()
+    receipt = _info("receipt.dsse.json", 2 * 1024 * 1024).tobuf(tarfile.PAX_FORMAT)
+    with pytest.raises(ReceiptLimitError):
+        read_kit(_write(tmp_path, _gzip(_members(files) + receipt)))
+
+
+def test_a_decompression_bomb_is_refused_as_soon_as_it_passes_the_end(tmp_path: Path) -> None:
+    bomb = _gzip(_end(_members(_files())) + b"\0" * (64 * 1024 * 1024))
+    with pytest.raises(NonCanonicalArchiveError, match="goes on after its end-of-archive"):
+        read_kit(_write(tmp_path, bomb))
+
+
+def test_the_stream_limit_bounds_inflation() -> None:
+    stream = Gunzip(io.BytesIO(_gzip(b"\0" * (8 * 1024 * 1024))), StreamLimits(10**9, 10**6), "k")
+    with pytest.raises(ArchiveLimitError, match="decompresses to too many bytes"):
+        stream.read(2 * 10**6)
+    assert len(stream.out) <= 10**6 + 1
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"not gzip at all", "not a gzip file"),
+        (b"\x1f\x8b\x08\x08\x00\x00\x00\x00\x02\xffname\x00", "header is not servekit's"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff garbage", "damaged"),
+    ],
+)
+def test_a_damaged_or_foreign_gzip_is_refused(tmp_path: Path, data: bytes, message: str) -> None:
+    with pytest.raises(GzipStreamError, match=message):
+        read_kit(_write(tmp_path, data))
+
+
+def test_a_truncated_archive_is_refused(tmp_path: Path) -> None:
+    path = _kit(tmp_path, _files(big=os.urandom(50_000)))
+    path.write_bytes(path.read_bytes()[:-2000])
+    with pytest.raises(GzipStreamError, match="truncated"):
+        read_kit(path)
+
+
+@pytest.mark.parametrize("after", [b"\0", b"junk", gzip.compress(b"")])
+def test_anything_after_the_gzip_member_is_refused(tmp_path: Path, after: bytes) -> None:
+    path = _kit(tmp_path)
+    path.write_bytes(path.read_bytes() + after)
+    with pytest.raises(GzipStreamError, match="data follows the gzip member"):
         read_kit(path)
 
 
 @pytest.mark.parametrize(
-    "data", [b"not gzip at all", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff garbage"]
+    "tail",
+    [
+        _member("zz", b"x"),  # after the end-of-archive blocks: `tar -i` reads it
+        b"\0" * 512 + b"hidden",  # bytes in the zero padding
+    ],
 )
-def test_a_damaged_archive_is_refused(tmp_path: Path, data: bytes) -> None:
-    path = tmp_path / "kit.tar.gz"
-    path.write_bytes(data)
-    with pytest.raises(UnsafeArchiveError, match=r"not a readable \.tar\.gz"):
+def test_bytes_after_the_end_of_archive_are_refused(tmp_path: Path, tail: bytes) -> None:
+    tar = _end(_members(_files()))
+    path = _write(tmp_path, _gzip(tar[: 1024 + len(_members(_files()))] + tail + b"\0" * 10240))
+    with pytest.raises(NonCanonicalArchiveError, match="goes on after its end-of-archive"):
         read_kit(path)
 
 
-def test_a_truncated_archive_is_refused(tmp_path: Path) -> None:
-    path = _tar(tmp_path, _file("a", os.urandom(50_000)))
-    path.write_bytes(path.read_bytes()[:-2000])
-    with pytest.raises(UnsafeArchiveError):
-        read_kit(path)
+def test_hidden_bytes_in_a_members_padding_are_refused(tmp_path: Path) -> None:
+    files = _files()
+    tar = bytearray(_end(_members(files)))
+    manifest_end = 512 + len(files["MANIFEST"])
+    tar[manifest_end] = ord("!")
+    with pytest.raises(NonCanonicalArchiveError) as info:
+        read_kit(_write(tmp_path, _gzip(bytes(tar))))
+    assert f"offset {manifest_end} " in str(info.value.actual)
 
 
 def test_a_missing_kit_is_a_read_error(tmp_path: Path) -> None:
@@ -118,21 +284,64 @@ def test_a_missing_kit_is_a_read_error(tmp_path: Path) -> None:
         read_kit(tmp_path / "nope.tar.gz")
 
 
+# --- unpacked directories --------------------------------------------------------------
+
+
+def _directory(tmp_path: Path) -> Path:
+    root = tmp_path / "kit"
+    for name, data in _files().items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        (root / name).write_bytes(data)
+        (root / name).chmod(0o755 if name == "deploy/launch.sh" else 0o644)
+    root.chmod(0o755)
+    return root
+
+
+def test_a_directory_kit_is_read(tmp_path: Path) -> None:
+    assert dict(read_kit(_directory(tmp_path)).files) == _files()
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"), [("README.md", 0o664), ("README.md", 0o755), ("deploy/launch.sh", 0o644)]
+)
+def test_directory_files_need_their_canonical_mode(tmp_path: Path, name: str, mode: int) -> None:
+    root = _directory(tmp_path)
+    (root / name).chmod(mode)
+    with pytest.raises(MemberMetadataError, match="canonical mode") as info:
+        read_kit(root)
+    assert (info.value.file, info.value.actual) == (name, f"{mode:04o}")
+
+
+def test_a_hard_linked_file_is_refused(tmp_path: Path) -> None:
+    root = _directory(tmp_path)
+    os.link(root / "README.md", tmp_path / "elsewhere")
+    with pytest.raises(MemberMetadataError, match="hard links") as info:
+        read_kit(root)
+    assert (info.value.file, info.value.actual) == ("README.md", "2 links")
+
+
+def test_a_world_writable_directory_is_refused(tmp_path: Path) -> None:
+    root = _directory(tmp_path)
+    (root / "deploy").chmod(0o777)
+    with pytest.raises(MemberMetadataError, match="written by others"):
+        read_kit(root)
+
+
 def test_directory_kits_refuse_fifos_and_unreadable_files(tmp_path: Path) -> None:
-    (tmp_path / "kit").mkdir()
-    os.mkfifo(tmp_path / "kit" / "pipe")
+    root = _directory(tmp_path)
+    os.mkfifo(root / "pipe")
     with pytest.raises(UnsafeArchiveError, match="not a regular file"):
-        read_kit(tmp_path / "kit")
-    (tmp_path / "kit" / "pipe").unlink()
-    (tmp_path / "kit" / "secret").write_text("x")
-    (tmp_path / "kit" / "secret").chmod(0)
+        read_kit(root)
+    (root / "pipe").unlink()
+    (root / "secret").write_text("x")
+    (root / "secret").chmod(0)
     if os.geteuid() == 0:
         pytest.skip("root reads any file")
     with pytest.raises(ReadError):
-        read_kit(tmp_path / "kit")
+        read_kit(root)
 
 
 def test_member_names() -> None:
-    assert kit_member_name("./a/b") == "a/b"
-    assert kit_member_name("a/") == "a"
-    assert kit_member_name("./") == ""
+    assert kit_member_name("a/b") == "a/b"
+    with pytest.raises(UnsafeArchiveError):
+        kit_member_name("./a")

@@ -12,6 +12,7 @@ from servekit.errors import (
     FileChangedError,
     MissingFileError,
     ReadError,
+    UntrustedKeyError,
     VerificationError,
 )
 from servekit.hub.hashing import READ_BUFFER
@@ -19,6 +20,8 @@ from servekit.hub.models import ProblemKind, WeightsPin
 from servekit.hub.package import PIN_PATH
 from servekit.hub.pin import pin_directory
 from servekit.hub.pinfile import pin_json
+from servekit.kit.build import build_kit
+from servekit.receipts.keys import load_trust_store
 from servekit.verify.weights import (
     Expected,
     Stage,
@@ -26,9 +29,11 @@ from servekit.verify.weights import (
     expected_from_kit,
     verify_weights,
 )
+from tests.kit.helpers import KEYS, private_key
 
 ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
+TRUST = load_trust_store(KEYS / "publisher.pub")
 
 
 def _tree(root: Path) -> Path:
@@ -169,10 +174,16 @@ def _kit(tmp_path: Path, pin: WeightsPin) -> Path:
     return kit
 
 
+def _signed_kit(tmp_path: Path, pin: WeightsPin) -> Path:
+    built = build_kit(_kit(tmp_path, pin), private_key("publisher", tmp_path))
+    (tmp_path / "kit.tar.gz").write_bytes(built.archive)
+    return tmp_path / "kit.tar.gz"
+
+
 def test_a_kit_carries_the_pin(tmp_path: Path, tree: Path) -> None:
     local = pin_directory(tree)
     pin = WeightsPin.build(local.files, repo="moonshotai/Kimi-K3", revision="main", commit="c" * 40)
-    expected = expected_from_kit(_kit(tmp_path, pin))
+    expected = expected_from_kit(_signed_kit(tmp_path, pin), TRUST)
     assert expected.pin == pin and (expected.repo, expected.commit) == (
         "moonshotai/Kimi-K3",
         "c" * 40,
@@ -180,11 +191,16 @@ def test_a_kit_carries_the_pin(tmp_path: Path, tree: Path) -> None:
     assert verify_weights(tree, expected).ok
 
 
-def test_a_kit_whose_pin_disagrees_with_its_package_is_refused(tmp_path: Path, tree: Path) -> None:
+def test_an_unsigned_kit_is_refused_before_its_pin_is_believed(tmp_path: Path, tree: Path) -> None:
     local = pin_directory(tree)
     pin = WeightsPin.build(local.files, repo="moonshotai/Kimi-K3", revision="main", commit="c" * 40)
-    kit = _kit(tmp_path, pin)
-    other = WeightsPin.build(local.files[1:], repo="moonshotai/Kimi-K3", commit="c" * 40)
-    (kit / PIN_PATH).write_text(pin_json(other))
-    with pytest.raises(FileChangedError, match=r"disagrees with package\.yaml"):
-        expected_from_kit(kit)
+    with pytest.raises(MissingFileError) as info:  # a package directory is no kit
+        expected_from_kit(_kit(tmp_path, pin), TRUST)
+    assert info.value.file == "MANIFEST"
+
+
+def test_a_kit_signed_by_another_key_is_refused(tmp_path: Path, tree: Path) -> None:
+    local = pin_directory(tree)
+    pin = WeightsPin.build(local.files, repo="moonshotai/Kimi-K3", revision="main", commit="c" * 40)
+    with pytest.raises(UntrustedKeyError):
+        expected_from_kit(_signed_kit(tmp_path, pin), load_trust_store(KEYS / "untrusted.pub"))

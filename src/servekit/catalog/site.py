@@ -8,7 +8,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from servekit.catalog.cards import Card, build_card
-from servekit.errors import UsageError
+from servekit.errors import PackageError, UsageError
 from servekit.package.load import load_package
 from servekit.package.rules import check
 
@@ -30,11 +30,25 @@ def load_cards(packages_dir: Path) -> list[Card]:
             f"no package.yaml under {packages_dir}/*/",
             hint="pass the directory that holds one folder per package",
         )
-    cards = []
+    cards: list[Card] = []
+    seen: dict[tuple[str, str], Path] = {}
     for directory in dirs:
         loaded = load_package(directory)
+        _refuse_duplicate(seen, loaded.package.id, loaded.package.version, directory)
         cards.append(build_card(loaded, check(loaded)))
     return sorted(cards, key=lambda c: c.id)
+
+
+def _refuse_duplicate(
+    seen: dict[tuple[str, str], Path], package_id: str, version: str, directory: Path
+) -> None:
+    """One catalog holds each id and version once: two would share a page and a kit name."""
+    first = seen.setdefault((package_id, version), directory)
+    if first != directory:
+        raise PackageError(
+            f"{first} and {directory} are both {package_id} {version}",
+            hint="give one of them a new version (or id); a catalog lists each version once",
+        )
 
 
 def render_page(card: Card) -> str:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from servekit.cli.output import print_json, stdout
+from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
 from servekit.kit.build import build_kit, write_kit
+from servekit.receipts.keys import load_trust_store
+from servekit.verify.expect import Expectation
+from servekit.verify.kit import unpack_kit
 
 app = typer.Typer(
     help="Build a kit: deploy files written flag for flag from the package, evidence, "
-    "licences and a signed receipt.",
+    "licences and a signed receipt; unpack one only after verifying it.",
     no_args_is_help=True,
 )
 
@@ -22,15 +27,22 @@ def build_command(
     package_dir: Path = typer.Argument(..., help="Package directory (holds package.yaml)."),
     key: Path = typer.Option(..., "--key", help="Private signing key (servekit.key, mode 0600)."),
     out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    signed_at: dt.datetime | None = typer.Option(
+        None,
+        "--signed-at",
+        formats=["%Y-%m-%dT%H:%M:%S%z"],
+        help="Signing time to record (e.g. 2026-01-31T12:00:00+0000); default now.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the claim rules, render the deploy files, sign the receipt and write KIT.tar.gz.
 
     Refuses on any claim-rule violation (exit 4), an unreadable or group/world-readable
-    key (exit 5) or a package it cannot render (exit 3). The same package and key
-    always give a byte-identical archive. docs/kit.md describes the layout.
+    key (exit 5), a `published` date after the signing time or a package it cannot render
+    (exit 3). The same package, key and --signed-at always give a byte-identical archive.
+    docs/kit.md describes the layout.
     """
-    kit = build_kit(package_dir, key)
+    kit = build_kit(package_dir, key, signed_at=signed_at)
     write_kit(kit, out)
     if as_json:
         print_json({"kit": str(out), **kit.as_dict()})
@@ -39,3 +51,28 @@ def build_command(
     stdout.print(f"package:     {kit.package_id} {kit.version}")
     stdout.print(f"kit digest:  sha256:{kit.kit_digest}")
     stdout.print(f"signed by:   {kit.key_id}")
+
+
+@app.command("unpack")
+def unpack_command(
+    kit: Path = typer.Argument(..., help="KIT.tar.gz (or an unpacked kit directory)."),
+    directory: Path = typer.Argument(..., help="Where to write the kit: new or empty."),
+    trust: Path = typer.Option(..., "--trust", help=TRUST_HELP),
+    expect: str | None = typer.Option(None, "--expect", help=EXPECT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Verify a kit, then write only the verified bytes into DIR, with canonical modes.
+
+    Use this instead of `tar -x`: tar writes what the archive says, this writes what was
+    verified (0644, 0755 for deploy/launch.sh). Nothing is written unless the kit verifies;
+    the exit codes are those of `servekit verify kit`. DIR must be new or empty.
+    """
+    wanted = Expectation.parse(expect) if expect is not None else None
+    result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
+    if as_json:
+        print_json({**result.as_dict(), "unpacked_to": str(directory)})
+        return
+    render_identity(result)
+    stdout.print(
+        f"[green]✓ verified[/] and unpacked {result.files} files into {escape(str(directory))}"
+    )

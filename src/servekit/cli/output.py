@@ -7,6 +7,9 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
+
+from servekit.errors import printable
 
 PIPED_WIDTH = 240  # columns when not writing to a terminal (CI logs, `| tee`, files)
 
@@ -31,3 +34,12 @@ def print_json(data: Any) -> None:
     """Write ``data`` as indented JSON to stdout (for ``--json``)."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def plain(text: str) -> str:
+    """``text`` safe to print: control characters escaped, rich markup escaped.
+
+    Kit member names, paths and figure labels come from data a mirror may control; a
+    name carrying ``ESC[`` sequences or ``[reported]`` must reach the terminal as text.
+    """
+    return escape(printable(text))

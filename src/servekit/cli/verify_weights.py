@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from servekit.cli.feed import hold_against_feed
 from servekit.cli.output import print_json, stdout
+from servekit.cli.verify_kit import identity_line
 from servekit.errors import UsageError
 from servekit.hub.client import Hub
 from servekit.receipts.keys import TrustStore, load_trust_store
@@ -22,7 +23,9 @@ from servekit.verify.weights import (
 )
 
 
-def _expected(pin: Path | None, package: Path | None, kit: Path | None) -> Expected:
+def _expected(
+    pin: Path | None, package: Path | None, kit: Path | None, trust: Path | None
+) -> Expected:
     given = [p for p in (pin, package, kit) if p is not None]
     if len(given) != 1:
         raise UsageError(
@@ -34,7 +37,12 @@ def _expected(pin: Path | None, package: Path | None, kit: Path | None) -> Expec
     if package is not None:
         return expected_from_package(package)
     assert kit is not None
-    return expected_from_kit(kit)
+    if trust is None:
+        raise UsageError(
+            "--kit needs --trust: the kit is verified before its pin is believed",
+            hint="pass the publisher's servekit.pub or your trust file with --trust",
+        )
+    return expected_from_kit(kit, load_trust_store(trust))
 
 
 def _feed_trust(feed: Path | None, trust: Path | None) -> TrustStore:
@@ -77,9 +85,13 @@ def weights_command(
     ),
     pin: Path | None = typer.Option(None, "--pin", help="A pin file (PIN.json)."),
     package: Path | None = typer.Option(None, "--package", help="A package directory."),
-    kit: Path | None = typer.Option(None, "--kit", help="A kit (.tar.gz or directory)."),
+    kit: Path | None = typer.Option(
+        None, "--kit", help="A kit (.tar.gz or directory), verified first against --trust."
+    ),
     trust: Path | None = typer.Option(
-        None, "--trust", help="With --feed: the publisher's key (or trust store) that signs it."
+        None,
+        "--trust",
+        help="Trust file or servekit.pub: the kit (--kit) and the feed (--feed) must verify against it.",
     ),
     fetch: bool = typer.Option(
         False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
@@ -103,7 +115,9 @@ def weights_command(
     With --feed (and --trust) the model commit, and the kit's or package's version and
     engine build, are first held against the revocation feed (exit 50-54, docs/feed.md).
     """
-    expected = _expected(pin, package, kit)
+    expected = _expected(pin, package, kit, trust)
+    if expected.package is not None and not as_json:
+        stdout.print(identity_line(*expected.package))
     hold_against_feed(
         feed,
         _feed_trust(feed, trust),

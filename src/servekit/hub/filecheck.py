@@ -2,8 +2,9 @@
 
 A file is opened without following links (``O_NOFOLLOW``) and without blocking
 (``O_NONBLOCK``: a FIFO would otherwise hang the open), must be a regular file of the
-expected size, and must end the hashing with the same size and modification time, at
-end of file. Anything else is a :class:`~servekit.hub.models.FileProblem`.
+expected size, and must end the hashing at end of file with the same size, modification
+time, status-change time, inode and device (a file replaced or rewritten in place,
+even with its mtime set back, changes its ctime). Anything else is a :class:`~servekit.hub.models.FileProblem`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def read_failed(job: LocalFile, exc: OSError) -> FileProblem:
     return FileProblem.unreadable(job.path, f"read failed: {os_reason(exc)}")
 
 
+def identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What must not change while a file is hashed: size, mtime, ctime, inode, device."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
 def open_checked(job: LocalFile) -> tuple[int, os.stat_result] | FileProblem:
     """An open descriptor and its status, or why the file cannot be hashed."""
     try:
@@ -65,6 +71,6 @@ def outcome(
     after = os.fstat(fd)
     if done != job.size or after.st_size != job.size:
         return changed(job, f"read {done} bytes; {after.st_size} bytes when hashing ended")
-    if after.st_mtime_ns != before.st_mtime_ns:
-        return changed(job, "modified while it was being hashed")
+    if identity(after) != identity(before):
+        return changed(job, "modified while it was being hashed (mtime, ctime, inode or device)")
     return Hashed(path=job.path, size=done, sha256=hexdigest)

@@ -1,7 +1,8 @@
 """Build a kit from a package directory.
 
 Steps:
-  1. load the package and run every claim rule; refuse on any violation;
+  1. load the package and run every claim rule; refuse on any violation, and a
+     ``published`` date after the signing time;
   2. load the signing key (refused when group or others can read it);
   3. render the deploy files from the package (compose, Kubernetes, launch.sh) and
      validate compose.yaml against the Compose Specification;
@@ -14,6 +15,7 @@ Steps:
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,16 +34,21 @@ from servekit.package import CheckReport, check, enforce, load_package
 from servekit.package.load import LoadedPackage
 from servekit.package.models import Package
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import MANIFEST_FILE, PIN_FILE, README_FILE, RECEIPT_FILE
+from servekit.receipts.formats import (
+    EXECUTABLES,
+    LAUNCH_FILE,
+    MANIFEST_FILE,
+    PIN_FILE,
+    README_FILE,
+    RECEIPT_FILE,
+)
 from servekit.receipts.keys import SigningKey, load_signing_key
 from servekit.receipts.manifest import kit_digest, manifest_entries, render_manifest
 from servekit.receipts.models import ServeRecord
 from servekit.receipts.signing import sign_payload
 from servekit.receipts.statement import ReceiptInputs, build_statement, statement_bytes
 
-LAUNCH_FILE = "deploy/launch.sh"
 COMPOSE_FILE = "deploy/compose.yaml"
-EXECUTABLES = frozenset({LAUNCH_FILE})
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,13 @@ def _serve_record(package: Package) -> ServeRecord:
     )
 
 
-def _sign(package: Package, report: CheckReport, files: dict[str, bytes], key: SigningKey) -> bytes:
+def _sign(
+    package: Package,
+    report: CheckReport,
+    files: dict[str, bytes],
+    key: SigningKey,
+    signed_at: dt.datetime,
+) -> bytes:
     manifest = files[MANIFEST_FILE]
     inputs = ReceiptInputs(
         package=package,
@@ -106,6 +119,7 @@ def _sign(package: Package, report: CheckReport, files: dict[str, bytes], key: S
         digests={path: sha256_hex(data) for path, data in files.items()},
         key_id=key.public.key_id,
         pin_file=PIN_FILE if PIN_FILE in files else None,
+        signed_at=signed_at,
     )
     return sign_payload(statement_bytes(build_statement(inputs)), key)
 
@@ -120,16 +134,43 @@ def _check_env(package: Package) -> None:
         )
 
 
-def build_kit(package_dir: Path | str, key_path: Path) -> BuiltKit:
-    """Build the kit of the package in ``package_dir``, signed with the key at ``key_path``."""
+def signing_time(signed_at: dt.datetime | None = None) -> dt.datetime:
+    """The receipt's signing time: ``signed_at`` (timezone-aware) or now, UTC, whole seconds."""
+    when = signed_at or dt.datetime.now(dt.UTC)
+    if when.tzinfo is None:
+        raise UsageError(
+            "the signing time needs a timezone", hint="for example 2026-01-31T12:00:00Z"
+        )
+    return when.astimezone(dt.UTC).replace(microsecond=0)
+
+
+def _check_published(package: Package, signed_at: dt.datetime) -> None:
+    if package.published is not None and package.published > signed_at.date():
+        raise PackageError(
+            f"published is {package.published}, after the signing time {signed_at:%Y-%m-%d}",
+            hint="a kit cannot be signed before the date it claims to be published; "
+            "correct `published` in package.yaml",
+        )
+
+
+def build_kit(
+    package_dir: Path | str, key_path: Path, *, signed_at: dt.datetime | None = None
+) -> BuiltKit:
+    """Build the kit of the package in ``package_dir``, signed with the key at ``key_path``.
+
+    ``signed_at`` (default: now) is recorded in the receipt; the same package, key and
+    signing time always give the same archive bytes.
+    """
+    when = signing_time(signed_at)
     loaded = load_package(package_dir)
+    _check_published(loaded.package, when)
     report = check(loaded)  # 1
     enforce(report)
     key = load_signing_key(key_path)  # 2
     _check_env(loaded.package)
     files = _content(loaded, report, key.public.key_id)  # 3, 4
     files[MANIFEST_FILE] = render_manifest(manifest_entries(files))  # 5
-    files[RECEIPT_FILE] = _sign(loaded.package, report, files, key)  # 6
+    files[RECEIPT_FILE] = _sign(loaded.package, report, files, key, when)  # 6
     kit_files = tuple(KitFile(p, d, p in EXECUTABLES) for p, d in sorted(files.items()))
     return BuiltKit(
         package_id=loaded.package.id,

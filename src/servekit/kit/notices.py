@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from servekit.kit.command import image
 from servekit.package.models import EngineBuild, Package
-from servekit.receipts.formats import license_kit_path, recipe_kit_path
+from servekit.receipts.formats import (
+    BUILD_NOTES_FILE,
+    MODEL_NOTICE_FILE,
+    license_kit_path,
+    recipe_kit_path,
+)
 
-MODEL_NOTICE = "licenses/MODEL_NOTICE.md"
-BUILD_NOTES = "deploy/build/BUILD.md"
+MODEL_NOTICE = MODEL_NOTICE_FILE
+BUILD_NOTES = BUILD_NOTES_FILE
 
 
 def _obligations(package: Package) -> list[str]:

@@ -97,16 +97,18 @@ def _gated_note() -> str:
 def _verify(package: Package, key_id: str) -> list[str]:
     pin = f" (it reads `{PIN_FILE}`)" if package.model.files else ""
     return [
-        "## Verify",
+        "## Verify and unpack",
         "",
         "```sh",
-        "servekit verify kit KIT.tar.gz --trust PUBLISHER.pub",
+        f"servekit kit unpack KIT.tar.gz --trust PUBLISHER.pub --expect {package.id}@{package.version} kit/",
         "```",
         "",
-        f"checks every file against `MANIFEST`, the signature of `receipt.dsse.json` (publisher key "
-        f"id `{key_id}`) and that the receipt's subjects are this kit, the model pin and the "
-        "evidence files. After the download, check the weights: "
-        f"`servekit verify weights DIR --kit KIT.tar.gz`{pin}.",
+        "verifies the kit (the archive byte for byte, every file against `MANIFEST`, the "
+        f"signature of `receipt.dsse.json` by publisher key id `{key_id}`, the receipt's "
+        "subjects, the figures recomputed from the evidence) and only then writes the verified "
+        "files into `kit/`. Do not unpack a kit with `tar -x`: tar writes what the archive "
+        "says, not what was verified. After the download, check the weights: "
+        f"`servekit verify weights DIR --kit KIT.tar.gz --trust PUBLISHER.pub`{pin}.",
     ]
 
 

@@ -8,15 +8,9 @@ pin at ``model/pin.json`` (see :mod:`servekit.receipts.formats`).
 from __future__ import annotations
 
 from servekit.errors import PackageError, PackageFileError
-from servekit.package.load import PACKAGE_FILE as PACKAGE_SOURCE
 from servekit.package.load import LoadedPackage
-from servekit.receipts.formats import (
-    PACKAGE_FILE,
-    PIN_FILE,
-    evidence_kit_path,
-    license_kit_path,
-    recipe_kit_path,
-)
+from servekit.receipts.archive import NAME_BYTES
+from servekit.receipts.formats import GENERATED, package_sources
 
 
 def read_package_file(loaded: LoadedPackage, relative: str) -> bytes:
@@ -28,27 +22,27 @@ def read_package_file(loaded: LoadedPackage, relative: str) -> bytes:
         raise PackageFileError(f"cannot read: {exc.strerror}", path=path) from exc
 
 
-def _sources(loaded: LoadedPackage) -> list[tuple[str, str]]:
-    """(kit path, package path) of every file copied into the kit."""
-    pkg = loaded.package
-    pairs = [(PACKAGE_FILE, PACKAGE_SOURCE)]
-    pairs += [(evidence_kit_path(r.file), r.file) for r in pkg.measurements.runs]
-    pairs += [
-        (evidence_kit_path(c.evidence), c.evidence) for c in pkg.accuracy.controls if c.evidence
-    ]
-    pairs += [(license_kit_path(f), f) for f in (pkg.license.file, pkg.model.license.file)]
-    if pkg.engine.build_recipe:
-        pairs.append((recipe_kit_path(pkg.engine.build_recipe), pkg.engine.build_recipe))
-    if pkg.model.files:
-        pairs.append((PIN_FILE, pkg.model.files))
-    return pairs
+def _reserved(kit_path: str, relative: str) -> PackageError:
+    return PackageError(
+        f"{relative} would become {kit_path} in the kit, a path servekit writes itself",
+        hint="rename the file: README.md, MANIFEST, the receipt, licenses/MODEL_NOTICE.md and "
+        "deploy/build/BUILD.md are generated and a package file may never replace one",
+    )
 
 
 def copy_sources(loaded: LoadedPackage) -> dict[str, bytes]:
     """Kit path -> bytes of the package's files; two sources may not share a kit path."""
     files: dict[str, bytes] = {}
     origin: dict[str, str] = {}
-    for kit_path, relative in _sources(loaded):
+    for kit_path, relative in package_sources(loaded.package):
+        if kit_path in GENERATED:
+            raise _reserved(kit_path, relative)
+        if len(kit_path.encode("utf-8")) > NAME_BYTES:
+            raise PackageError(
+                f"{relative} would become {kit_path} in the kit, longer than {NAME_BYTES} bytes",
+                hint="shorten the file name: a kit path must fit one tar header, since kits "
+                "never carry the extended headers a verifier refuses",
+            )
         if kit_path in origin and origin[kit_path] != relative:
             raise PackageError(
                 f"{origin[kit_path]} and {relative} would both become {kit_path} in the kit",

@@ -8,19 +8,29 @@ the exact payload bytes::
 where LEN is the byte length in ASCII decimal and SP one space. The envelope is
 JSON ``{"payload": b64, "payloadType": type, "signatures": [{"keyid", "sig": b64}]}``
 with standard base64 (RFC 4648 section 4, padded). servekit writes the envelope as
-canonical JSON too, so a kit's bytes are reproducible.
+canonical JSON too, so a kit's bytes are reproducible, and reads back only those exact
+bytes: one signature, canonical base64 and JSON, no duplicate key. A receipt therefore
+has exactly one sha256, which a revocation feed can key on.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from servekit.errors import SignatureError
-from servekit.receipts.canonical import canonical_json
+from servekit.errors import NonCanonicalReceiptError, ReceiptLimitError, SignatureError
+from servekit.receipts.canonical import (
+    MAX_DEPTH,
+    DuplicateKeyError,
+    canonical_json,
+    nesting_depth,
+    strict_loads,
+)
+
+MAX_RECEIPT_BYTES = 1024 * 1024
+"""A receipt is a few kilobytes; a megabyte leaves room for hundreds of figures."""
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -80,13 +90,60 @@ def _bad_envelope(file: str, actual: str) -> SignatureError:
     )
 
 
-def decode_envelope(data: bytes, *, file: str) -> Envelope:
-    """Parse envelope bytes, checking that payload and signatures are strict base64."""
+def _limit(file: str, expected: str, actual: str) -> ReceiptLimitError:
+    return ReceiptLimitError(
+        "the receipt is too large or too deeply nested to read",
+        file=file,
+        expected=expected,
+        actual=actual,
+        hint="no receipt servekit writes is; do not use this kit",
+    )
+
+
+def non_canonical(file: str, expected: str, actual: str) -> NonCanonicalReceiptError:
+    """The refusal of a receipt that is not byte for byte what ``kit build`` writes."""
+    return NonCanonicalReceiptError(
+        "the receipt is not in its one canonical form",
+        file=file,
+        expected=expected,
+        actual=actual,
+        hint="the receipt was re-encoded after signing; obtain the kit again from the publisher",
+    )
+
+
+def strict_json(data: bytes, *, file: str) -> object:
+    """JSON bounded in size and depth, without duplicate keys."""
+    if len(data) > MAX_RECEIPT_BYTES:
+        raise _limit(file, f"<= {MAX_RECEIPT_BYTES} bytes", f"{len(data)} bytes")
+    if nesting_depth(data, stop=MAX_DEPTH) > MAX_DEPTH:
+        raise _limit(file, f"nesting <= {MAX_DEPTH} levels", f"more than {MAX_DEPTH} levels")
     try:
-        envelope = Envelope.model_validate(json.loads(data))
+        return strict_loads(data)
+    except DuplicateKeyError as exc:
+        raise non_canonical(file, "each key once per object", f"key {exc.key!r} twice") from exc
+
+
+def _parse(data: bytes, file: str) -> Envelope:
+    try:
+        envelope = Envelope.model_validate(strict_json(data, file=file))
         envelope.payload_bytes  # noqa: B018 - validates the base64 now, not later
         for s in envelope.signatures:
             b64decode(s.sig)
     except (ValueError, ValidationError, binascii.Error, UnicodeEncodeError) as exc:
         raise _bad_envelope(file, str(exc).splitlines()[0]) from exc
+    return envelope
+
+
+def decode_envelope(data: bytes, *, file: str) -> Envelope:
+    """Parse envelope bytes; refuse any form but the one :func:`encode_envelope` writes."""
+    envelope = _parse(data, file)
+    if len(envelope.signatures) != 1:
+        raise non_canonical(file, "exactly one signature", f"{len(envelope.signatures)}")
+    again = encode_envelope(envelope.payload_type, envelope.payload_bytes, [*envelope.signatures])
+    if again != data:
+        raise non_canonical(
+            file,
+            "canonical JSON with canonical padded base64 (zero pad bits)",
+            f"{len(data)} bytes that re-encode to {len(again)} different bytes",
+        )
     return envelope

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from servekit.package.models import Package
+
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE: Final = "application/vnd.in-toto+json"
 PREDICATE_TYPE: Final = "https://servekit.dev/receipt/v1"
@@ -24,6 +26,15 @@ PIN_FILE: Final = "model/pin.json"
 README_FILE: Final = "README.md"
 UNLISTED: Final = frozenset({RECEIPT_FILE, MANIFEST_FILE})
 """Files the manifest does not list: the manifest itself and the receipt that signs it."""
+LAUNCH_FILE: Final = "deploy/launch.sh"
+EXECUTABLES: Final = frozenset({LAUNCH_FILE})
+"""The only kit files with mode 0755; every other file is 0644."""
+MODEL_NOTICE_FILE: Final = "licenses/MODEL_NOTICE.md"
+BUILD_NOTES_FILE: Final = "deploy/build/BUILD.md"
+GENERATED: Final = frozenset(
+    {README_FILE, MODEL_NOTICE_FILE, BUILD_NOTES_FILE, MANIFEST_FILE, RECEIPT_FILE}
+)
+"""Kit paths servekit writes itself: a package file may never land on one of them."""
 
 # --- subjects ---------------------------------------------------------------------
 
@@ -66,3 +77,18 @@ def license_kit_path(relative: str) -> str:
 def recipe_kit_path(relative: str) -> str:
     """Kit path of the engine build recipe: ``build/X`` becomes ``deploy/build/X``."""
     return "deploy/" + _under("build", relative)
+
+
+def package_sources(package: Package) -> list[tuple[str, str]]:
+    """(kit path, path in the package directory) of every package file a kit carries."""
+    pairs = [(PACKAGE_FILE, PACKAGE_FILE)]
+    pairs += [(evidence_kit_path(r.file), r.file) for r in package.measurements.runs]
+    controls = package.accuracy.controls
+    pairs += [(evidence_kit_path(c.evidence), c.evidence) for c in controls if c.evidence]
+    pairs += [(license_kit_path(f), f) for f in (package.license.file, package.model.license.file)]
+    if package.engine.build_recipe:
+        recipe = package.engine.build_recipe
+        pairs.append((recipe_kit_path(recipe), recipe))
+    if package.model.files:
+        pairs.append((PIN_FILE, package.model.files))
+    return pairs

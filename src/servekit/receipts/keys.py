@@ -3,8 +3,9 @@
 Key files are PEM. The private key is unencrypted PKCS#8 (``BEGIN PRIVATE KEY``),
 written with mode 0600 and refused when group or others can access it; the public
 key is SubjectPublicKeyInfo (``BEGIN PUBLIC KEY``). A key id is the lower-case hex
-sha256 of the 32 raw public-key bytes. A trust store is one PEM file holding one or
-more public keys, or a directory of ``*.pub`` files.
+sha256 of the 32 raw public-key bytes. A trust store is a trust file
+(:mod:`servekit.receipts.trust`: each key with the publisher and package ids it may
+sign) or one public key, trusted for the one publisher whose kit it verifies.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -23,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from servekit.errors import SigningKeyError
 from servekit.receipts.canonical import sha256_hex
+from servekit.receipts.trust import SINGLE_KEY_GRANT, Grant, parse_trust_file
 
 PRIVATE_KEY_FILE = "servekit.key"
 PUBLIC_KEY_FILE = "servekit.pub"
@@ -221,10 +223,14 @@ def describe_key(path: Path) -> KeyInfo:
 
 @dataclass(frozen=True)
 class TrustStore:
-    """The publisher keys a verifier trusts, by key id. It may be empty: verifiers refuse that."""
+    """The publisher keys a verifier trusts, by key id, and what each may sign.
+
+    It may be empty: verifiers refuse that. A key without a grant signs nothing.
+    """
 
     source: str
     keys: Mapping[str, PublicKey]
+    grants: Mapping[str, Grant] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def key_ids(self) -> tuple[str, ...]:
@@ -242,16 +248,42 @@ def _keys_in_file(path: Path) -> list[PublicKey]:
     return [_parse_public(block, f"{path} (key {i + 1})") for i, block in enumerate(blocks)]
 
 
+def _trust_file(path: Path) -> TrustStore:
+    keys, grants = {}, {}
+    for entry in parse_trust_file(path, _read(path)):
+        key = _parse_public(entry.pem, entry.where)
+        if key.key_id != entry.key_id:
+            raise SigningKeyError(
+                f"{entry.where}: the public key's id is {key.key_id}",
+                hint="the table name must be the key id `servekit keys show` prints for it",
+            )
+        keys[key.key_id], grants[key.key_id] = key, entry.grant
+    return TrustStore(str(path), MappingProxyType(keys), MappingProxyType(grants))
+
+
+def _single_key(path: Path) -> TrustStore:
+    keys = _keys_in_file(path)
+    if len(keys) > 1:
+        raise SigningKeyError(
+            f"{path}: holds {len(keys)} public keys but says nothing of who may sign what",
+            hint="write a trust file (TOML) granting each key its publisher and package ids; "
+            "docs/kit.md shows the format",
+        )
+    grants = {k.key_id: SINGLE_KEY_GRANT for k in keys}
+    return TrustStore(str(path), MappingProxyType({k.key_id: k for k in keys}), grants)
+
+
 def load_trust_store(path: Path) -> TrustStore:
-    """Load a PEM file of public keys, or every ``*.pub`` file in a directory."""
+    """A trust file (``.toml``: keys with their grants), or one ``.pub`` key for one publisher."""
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.pub") if p.is_file())
-    elif path.exists():
-        files = [path]
-    else:
+        raise SigningKeyError(
+            f"{path}: a directory of keys cannot say who may sign what",
+            hint="pass the publisher's servekit.pub, or a trust file (TOML) that grants each "
+            "key its publisher and package ids",
+        )
+    if not path.exists():
         raise SigningKeyError(
             f"{path}: trust store not found",
-            hint="pass the publisher's servekit.pub, or a directory of trusted *.pub files",
+            hint="pass the publisher's servekit.pub, or a trust file (TOML)",
         )
-    keys = {k.key_id: k for f in files for k in _keys_in_file(f)}
-    return TrustStore(source=str(path), keys=MappingProxyType(keys))
+    return _trust_file(path) if path.suffix == ".toml" else _single_key(path)

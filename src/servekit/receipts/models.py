@@ -136,6 +136,11 @@ class ReceiptPredicate(Frozen):
     measurement_dates: MeasurementDates
     simulator: bool = Field(description="True when any run measured servekit's simulator.")
     claim_rules: RulesRecord
+    signed_at: dt.datetime | None = Field(
+        default=None,
+        description="When the receipt was signed (UTC, seconds); kit build always writes it, "
+        "receipts from before it existed verify without it.",
+    )
 
 
 class Statement(Frozen):

@@ -7,13 +7,13 @@ is parsed only after that, and never re-serialized.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from servekit.errors import SignatureError, SubjectMismatchError, UntrustedKeyError
+from servekit.receipts.canonical import is_canonical
 from servekit.receipts.dsse import (
     Envelope,
     Signature,
@@ -21,7 +21,9 @@ from servekit.receipts.dsse import (
     b64encode,
     decode_envelope,
     encode_envelope,
+    non_canonical,
     pae,
+    strict_json,
 )
 from servekit.receipts.formats import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, TrustStore
@@ -99,6 +101,8 @@ def verify_envelope(data: bytes, trust: TrustStore, *, file: str) -> VerifiedPay
     key_id = _verifying_key(envelope, trust)
     if key_id is None:
         raise _refusal(envelope, trust, file)
+    if envelope.signatures[0].keyid != key_id:
+        raise non_canonical(file, f"keyid {key_id} (the signer)", envelope.signatures[0].keyid)
     return VerifiedPayload(payload=envelope.payload_bytes, key_id=key_id)
 
 
@@ -113,11 +117,13 @@ def _statement_mismatch(field: str, expected: str, actual: str, file: str) -> Su
 
 def _json_object(payload: bytes, file: str) -> dict[str, Any]:
     try:
-        obj = json.loads(payload)
+        obj = strict_json(payload, file=file)
     except ValueError as exc:
         raise _statement_mismatch("encoding", "a JSON object", str(exc), file) from exc
     if not isinstance(obj, dict):
         raise _statement_mismatch("encoding", "a JSON object", type(obj).__name__, file)
+    if not is_canonical(payload, obj):
+        raise non_canonical(file, "an RFC 8785 canonical JSON payload", "another serialization")
     return obj
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -32,7 +33,14 @@ from servekit.receipts.models import (
     Subject,
 )
 
-__all__ = ["PAYLOAD_TYPE", "ReceiptInputs", "build_statement", "evidence_files", "statement_bytes"]
+__all__ = [
+    "PAYLOAD_TYPE",
+    "ReceiptInputs",
+    "build_statement",
+    "evidence_files",
+    "figure_records",
+    "statement_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ class ReceiptInputs:
     digests: Mapping[str, str]
     key_id: str
     pin_file: str | None
+    signed_at: dt.datetime
 
 
 def evidence_files(package: Package) -> tuple[str, ...]:
@@ -93,7 +102,8 @@ def _figure(fig: Figure, result: FigureResult) -> FigureRecord:
     )
 
 
-def _figures(package: Package, report: CheckReport) -> tuple[FigureRecord, ...]:
+def figure_records(package: Package, report: CheckReport) -> tuple[FigureRecord, ...]:
+    """Each published figure with what the claim rules recomputed for it (builder and verifier)."""
     results = {r.id: r for r in report.figures}
     return tuple(_figure(f, results[f.id]) for f in package.measurements.figures)
 
@@ -160,7 +170,7 @@ def _predicate(inputs: ReceiptInputs) -> ReceiptPredicate:
         hardware=pkg.hardware.target,
         workloads=pkg.workloads,
         runs=_runs(inputs),
-        figures=_figures(pkg, inputs.report),
+        figures=figure_records(pkg, inputs.report),
         speedups=pkg.measurements.speedups,
         accuracy=pkg.accuracy,
         measurement_dates=_dates(pkg),
@@ -170,6 +180,7 @@ def _predicate(inputs: ReceiptInputs) -> ReceiptPredicate:
             rules=tuple(RULES),
             violations=len(inputs.report.violations),
         ),
+        signed_at=inputs.signed_at,
     )
 
 

@@ -1,82 +1,101 @@
 """Read a kit safely into memory, from a ``.tar.gz`` archive or a directory.
 
-Nothing is extracted to disk. Each member is checked before a byte of it is read:
+Nothing is extracted to disk. An archive is read by :mod:`servekit.verify.tarstream`:
+one bounded gzip member, strict raw headers, ``MANIFEST`` first, each later member
+admitted by name and size against ``MANIFEST`` before its data is read, and the whole
+stream equal to the canonical rendering of what was read. A directory (an unpacked kit)
+is walked without following links: regular files with their canonical mode (0644, 0755
+for ``deploy/launch.sh``) and directories nobody else can write, nothing else; a file
+that changes while it is read (size, mtime, ctime, inode or device) is refused.
 
-* its name is a plain relative path (no leading ``/``, no ``..``, no empty or ``.`` part,
-  only ``[A-Za-z0-9._+-]`` characters), and appears once;
-* it is a regular file (directories are skipped): symlinks, hard links, devices and
-  FIFOs are refused, in an archive and in a directory alike (links are never followed);
-* no member exceeds ``Limits.max_member_bytes``, all together stay under
-  ``Limits.max_total_bytes``, and there are at most ``Limits.max_members`` of them.
-
-Any violation raises :class:`~servekit.errors.UnsafeArchiveError` naming the member;
-an I/O failure raises :class:`~servekit.errors.ReadError`. :func:`read_kit` is public:
-``servekit verify weights --kit`` uses it to read ``model/pin.json``.
+Any violation raises the specific :class:`~servekit.errors.UnsafeArchiveError`
+subclass naming the member; an I/O failure raises :class:`~servekit.errors.ReadError`.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import tarfile
-import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from servekit.errors import ReadError, UnsafeArchiveError
-from servekit.receipts.manifest import is_kit_path
+from servekit.errors import (
+    ArchiveLimitError,
+    ExtraFileError,
+    FileChangedError,
+    MemberMetadataError,
+    ReadError,
+    ReceiptLimitError,
+    UnsafeArchiveError,
+)
+from servekit.receipts.archive import member_mode
+from servekit.receipts.formats import MANIFEST_FILE, RECEIPT_FILE
+from servekit.receipts.manifest import ManifestEntry, is_kit_path, parse_manifest
+from servekit.verify.tarstream import HINT, StreamLimits, scan_archive
 
-MiB = 1024 * 1024
+KiB = 1024
+MiB = 1024 * KiB
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on what a kit may hold; kits are small (the K3 kit is under 3 MB)."""
+    """Bounds on what a kit may hold, sized to real kits (the largest example is under 3 MB).
 
-    max_member_bytes: int = 256 * MiB
-    max_total_bytes: int = 1024 * MiB
-    max_members: int = 10_000
+    ``docs/kit.md`` lists them; ``bench/verify_limits.py`` times each hostile input.
+    """
+
+    max_archive_bytes: int = 64 * MiB
+    max_member_bytes: int = 32 * MiB
+    max_total_bytes: int = 64 * MiB
+    max_members: int = 2_000
+    max_manifest_bytes: int = 512 * KiB
+    max_receipt_bytes: int = 1 * MiB
+
+    @property
+    def stream(self) -> StreamLimits:
+        """The decompressed stream: every member, its header and padding, the end blocks."""
+        overhead = (self.max_members + 2) * 1024 + 10240
+        tar_bytes = self.max_total_bytes + self.max_manifest_bytes + self.max_receipt_bytes
+        return StreamLimits(self.max_archive_bytes, tar_bytes + overhead)
 
 
 @dataclass(frozen=True)
 class KitContents:
-    """Every file of a kit, by kit path, read into memory."""
+    """Every file of a kit, by kit path, read into memory.
+
+    ``mtime`` is the archive members' common mtime (``None`` for a directory): the
+    verifier checks it against the package's date once the package is known.
+    """
 
     source: str
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    mtime: int | None = None
 
     def get(self, path: str) -> bytes | None:
         return self.files.get(path)
 
 
 def _unsafe(message: str, member: str, expected: str, actual: str) -> UnsafeArchiveError:
-    return UnsafeArchiveError(
-        message,
-        file=member,
-        expected=expected,
-        actual=actual,
-        hint="do not unpack or deploy this kit; obtain it again from the publisher",
-    )
+    return UnsafeArchiveError(message, file=member, expected=expected, actual=actual, hint=HINT)
+
+
+def _limit(message: str, member: str, expected: str, actual: str) -> ArchiveLimitError:
+    return ArchiveLimitError(message, file=member, expected=expected, actual=actual, hint=HINT)
 
 
 def kit_member_name(raw: str) -> str:
-    """The kit path of a member name (a leading ``./`` is dropped), or refuse it."""
+    """The kit path of a directory entry's relative name, or refuse it."""
     if raw.startswith("/"):
         raise _unsafe("an archive member has an absolute path", raw, "a relative path", raw)
-    name = raw.rstrip("/")
-    while name.startswith("./"):
-        name = name[2:]
-    if name in ("", "."):
-        return ""  # the kit's own top directory, as `tar -C KIT .` writes it
-    if ".." in name.split("/"):
+    if ".." in raw.split("/"):
         raise _unsafe("an archive member leaves the kit", raw, "no '..' part", raw)
-    if not is_kit_path(name):
+    if not is_kit_path(raw):
         raise _unsafe(
             "an archive member name is not a plain kit path", raw, "[A-Za-z0-9._+-] parts", raw
         )
-    return name
+    return raw
 
 
 class _Budget:
@@ -90,110 +109,163 @@ class _Budget:
     def member(self, name: str) -> None:
         self.members += 1
         if self.members > self.limits.max_members:
-            raise _unsafe(
-                "the kit has too many members",
-                name,
-                f"at most {self.limits.max_members}",
-                f"more than {self.limits.max_members}",
+            most = self.limits.max_members
+            raise _limit(
+                "the kit has too many members", name, f"at most {most}", f"more than {most}"
             )
 
     def size(self, name: str, size: int) -> None:
-        if size > self.limits.max_member_bytes:
-            raise _unsafe(
-                "a kit member is too large",
-                name,
-                f"<= {self.limits.max_member_bytes} bytes",
-                f"{size} bytes",
+        most = self.limits.max_member_bytes
+        if name == RECEIPT_FILE and size > self.limits.max_receipt_bytes:
+            raise ReceiptLimitError(
+                "the receipt is too large",
+                file=name,
+                expected=f"<= {self.limits.max_receipt_bytes} bytes",
+                actual=f"{size} bytes",
+                hint=HINT,
             )
+        if name == MANIFEST_FILE:
+            most = self.limits.max_manifest_bytes
+        if size > most:
+            raise _limit("a kit member is too large", name, f"<= {most} bytes", f"{size} bytes")
         self.total += size
         if self.total > self.limits.max_total_bytes:
-            raise _unsafe(
+            most = self.limits.max_total_bytes
+            raise _limit(
                 "the kit is too large in total",
                 name,
-                f"<= {self.limits.max_total_bytes} bytes",
+                f"<= {most} bytes",
                 f"{self.total} bytes so far",
             )
-
-
-def _add(files: dict[str, bytes], name: str, data: bytes) -> None:
-    if name in files:
-        raise _unsafe("the kit holds the same name twice", name, "each name once", "a duplicate")
-    files[name] = data
 
 
 # --- tar.gz ----------------------------------------------------------------------------
 
 
-def _member_kind(member: tarfile.TarInfo) -> str:
-    if member.issym() or member.islnk():
-        return f"a link to {member.linkname!r}"
-    if member.ischr() or member.isblk():
-        return "a device"
-    if member.isfifo():
-        return "a FIFO"
-    return f"an unsupported member (type {member.type!r})"
+class _Admission:
+    """The archive's :class:`~servekit.verify.tarstream.Gate`: limits, then ``MANIFEST``
+    (always the first member) admits every later member by name and size."""
 
+    def __init__(self, limits: Limits) -> None:
+        self.budget = _Budget(limits)
+        self.listed: dict[str, ManifestEntry] | None = None
 
-def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> bytes:
-    handle = tar.extractfile(member)
-    if handle is None:
-        raise _unsafe("an archive member cannot be read", name, "a regular file", "no data")
-    data = handle.read()
-    if len(data) != member.size:
-        raise _unsafe(
-            "an archive member is truncated", name, f"{member.size} bytes", f"{len(data)} bytes"
-        )
-    return data
+    def admit(self, name: str, size: int) -> None:
+        self.budget.member(name)
+        self.budget.size(name, size)
+        if self.listed is not None and name != RECEIPT_FILE:
+            _check_listed(self.listed.get(name), name, size)
 
-
-def _tar_members(tar: tarfile.TarFile, budget: _Budget) -> Iterator[tuple[str, bytes]]:
-    while (member := tar.next()) is not None:
-        name = kit_member_name(member.name)
-        budget.member(member.name)
-        if member.isdir():
-            continue
-        if not name:
-            raise _unsafe("an archive member has no name", member.name, "a file name", "none")
-        if not member.isreg():
-            raise _unsafe(
-                "an archive member is not a regular file",
+    def accept(self, name: str, data: bytes) -> None:
+        if name != MANIFEST_FILE:
+            return
+        entries = parse_manifest(data)
+        limits, listed = self.budget.limits, sum(e.size for e in entries)
+        if len(entries) + 1 > limits.max_members:
+            raise _limit(
+                "MANIFEST lists too many files",
                 name,
-                "a regular file",
-                _member_kind(member),
+                f"at most {limits.max_members}",
+                str(len(entries)),
             )
-        budget.size(name, member.size)
-        yield name, _read_member(tar, member, name)
+        if listed > limits.max_total_bytes:
+            raise _limit(
+                "MANIFEST lists more bytes than a kit may hold",
+                name,
+                f"<= {limits.max_total_bytes} bytes",
+                f"{listed} bytes",
+            )
+        self.listed = {e.path: e for e in entries}
 
 
-def _read_archive(path: Path, limits: Limits) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
+def _check_listed(entry: ManifestEntry | None, name: str, size: int) -> None:
+    if entry is None:
+        raise ExtraFileError(
+            "the kit holds a file that MANIFEST does not list",
+            file=name,
+            expected="only the files listed in MANIFEST",
+            actual=f"an extra file of {size} bytes",
+            hint="someone added it after signing; do not use it",
+        )
+    if entry.size != size:
+        raise FileChangedError(
+            "a file's size differs from MANIFEST",
+            file=name,
+            expected=f"{entry.size} bytes",
+            actual=f"{size} bytes",
+            hint=HINT,
+        )
+
+
+def _read_archive(path: Path, limits: Limits) -> KitContents:
     try:
-        with tarfile.open(path, mode="r:gz") as tar:
-            for name, data in _tar_members(tar, _Budget(limits)):
-                _add(files, name, data)
-    except (tarfile.TarError, EOFError, zlib.error) as exc:
-        raise _unsafe(
-            "the kit is not a readable .tar.gz archive",
-            str(path),
-            "a gzip-compressed tar archive",
-            str(exc),
-        ) from exc
+        with path.open("rb") as fh:
+            scanned = scan_archive(fh, limits.stream, str(path), _Admission(limits))
     except OSError as exc:
         raise ReadError("the kit cannot be read", file=str(path), actual=str(exc)) from exc
-    return files
+    files = {m.name: m.data for m in scanned.members}
+    return KitContents(str(path), MappingProxyType(files), scanned.mtime)
 
 
 # --- directory --------------------------------------------------------------------------
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _check_mode(name: str, st: os.stat_result) -> None:
+    if st.st_nlink != 1:
+        raise MemberMetadataError(
+            "an unpacked kit file has other hard links",
+            file=name,
+            expected="1 link",
+            actual=f"{st.st_nlink} links",
+            hint="another path could change it after it is verified; unpack the kit again "
+            "with `servekit kit unpack`",
+        )
+    mode, expected = stat.S_IMODE(st.st_mode), member_mode(name)
+    if mode != expected:
+        raise MemberMetadataError(
+            "an unpacked kit file does not have its canonical mode",
+            file=name,
+            expected=f"{expected:04o}",
+            actual=f"{mode:04o}",
+            hint="unpack kits with `servekit kit unpack`, which writes the canonical modes",
+        )
 
 
 def _read_regular(path: Path, name: str, budget: _Budget) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            budget.size(name, os.fstat(fh.fileno()).st_size)
-            return fh.read()
+            before = os.fstat(fh.fileno())
+            _check_mode(name, before)
+            budget.size(name, before.st_size)
+            data = fh.read(before.st_size + 1)
+            after = os.fstat(fh.fileno())
     except OSError as exc:
         raise ReadError("a kit file cannot be read", file=name, actual=exc.strerror) from exc
+    if _identity(before) != _identity(after) or len(data) != before.st_size:
+        raise ReadError(
+            "a kit file changed while it was read",
+            file=name,
+            expected=f"{before.st_size} bytes, unchanged",
+            actual=f"{len(data)} bytes read; size, times, inode or device changed",
+            hint="verify again once nothing is writing to the kit directory",
+        )
+    return data
+
+
+def _check_directory(name: str, st: os.stat_result) -> None:
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        raise MemberMetadataError(
+            "an unpacked kit directory can be written by others",
+            file=name,
+            expected="not group- or world-writable",
+            actual=f"{stat.S_IMODE(st.st_mode):04o}",
+            hint="anyone who can write there can change the kit after it is verified",
+        )
 
 
 def _dir_entries(root: Path, directory: Path, budget: _Budget) -> Iterator[tuple[str, bytes]]:
@@ -206,21 +278,22 @@ def _dir_entries(root: Path, directory: Path, budget: _Budget) -> Iterator[tuple
     for entry in entries:
         name = kit_member_name(Path(entry.path).relative_to(root).as_posix())
         budget.member(name)
-        mode = entry.stat(follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode):
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            _check_directory(name, st)
             yield from _dir_entries(root, Path(entry.path), budget)
-        elif stat.S_ISREG(mode):
+        elif stat.S_ISREG(st.st_mode):
             yield name, _read_regular(Path(entry.path), name, budget)
         else:
-            kind = "a symlink" if stat.S_ISLNK(mode) else "a device, FIFO or socket"
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a device, FIFO or socket"
             raise _unsafe("a kit entry is not a regular file", name, "a regular file", kind)
 
 
-def _read_directory(root: Path, limits: Limits) -> dict[str, bytes]:
+def _read_directory(root: Path, limits: Limits) -> KitContents:
     files: dict[str, bytes] = {}
     for name, data in _dir_entries(root, root, _Budget(limits)):
-        _add(files, name, data)
-    return files
+        files[name] = data
+    return KitContents(str(root), MappingProxyType(files))
 
 
 def read_kit(path: Path | str, limits: Limits | None = None) -> KitContents:
@@ -228,13 +301,11 @@ def read_kit(path: Path | str, limits: Limits | None = None) -> KitContents:
     kit = Path(path)
     limits = limits or Limits()
     if kit.is_dir():
-        files = _read_directory(kit, limits)
-    elif kit.is_file():
-        files = _read_archive(kit, limits)
-    else:
-        raise ReadError(
-            "the kit does not exist",
-            file=str(kit),
-            hint="pass KIT.tar.gz or an unpacked kit directory",
-        )
-    return KitContents(source=str(kit), files=MappingProxyType(files))
+        return _read_directory(kit, limits)
+    if kit.is_file():
+        return _read_archive(kit, limits)
+    raise ReadError(
+        "the kit does not exist",
+        file=str(kit),
+        hint="pass KIT.tar.gz or an unpacked kit directory",
+    )

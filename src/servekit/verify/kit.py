@@ -3,22 +3,30 @@
 Steps (each failure raises the specific :class:`~servekit.errors.VerificationError`
 subclass, naming the file, the expected and the actual value):
 
-  1. read the kit safely into memory (:mod:`servekit.verify.archive`);
+  1. read the kit safely into memory (:mod:`servekit.verify.archive`): an archive must
+     be byte for byte the canonical rendering of its members;
   2. require a non-empty trust store;
   3. require ``MANIFEST`` and ``receipt.dsse.json``;
   4. verify the DSSE signature over the stored payload bytes against the trusted keys;
-  5. parse the statement: in-toto v1, servekit predicate v1, signed by the key it names;
+     the envelope must be in its one canonical form;
+  5. parse the statement: in-toto v1, servekit predicate v1, signed by the key it names,
+     canonical JSON; the key's grant covers the package's publisher and id; the package
+     is the one ``--expect`` asked for;
   6. the kit subject's digest equals the sha256 of ``MANIFEST``;
   7. ``MANIFEST`` matches every file: none missing, none changed, none extra;
-  8. ``package.yaml`` is the package the receipt describes, and the model subject is
-     its pin (and ``model/pin.json``'s, when the kit ships one);
-  9. the evidence subjects are exactly the package's evidence files, digest for digest.
+  8. ``package.yaml`` is the package the receipt describes (id, version, publisher), the
+     archive's mtime is its date, and the model subject is its pin (and
+     ``model/pin.json``'s, when the kit ships one);
+  9. the evidence subjects are exactly the package's evidence files, digest for digest;
+ 10. the claim rules, re-run on the kit's evidence, find no violation and recompute every
+     figure the receipt records (:mod:`servekit.verify.claims`).
 
 This module never imports the kit builder: a verifier must stand on its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,11 +37,14 @@ from servekit import progress
 from servekit.errors import (
     ExtraFileError,
     FileChangedError,
+    KeyGrantError,
+    MemberMetadataError,
     MissingFileError,
     SubjectMismatchError,
 )
 from servekit.package.load import parse_package
 from servekit.package.models import Package
+from servekit.receipts.archive import kit_mtime
 from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.formats import (
     DIGEST_ALGORITHM,
@@ -54,6 +65,9 @@ from servekit.receipts.models import FigureRecord, Statement, Subject
 from servekit.receipts.signing import read_statement, require_trust, verify_envelope
 from servekit.receipts.statement import evidence_files
 from servekit.verify.archive import KitContents, Limits, read_kit
+from servekit.verify.claims import recheck_claims
+from servekit.verify.expect import Expectation
+from servekit.verify.unpack import write_files
 
 
 @dataclass(frozen=True)
@@ -71,13 +85,14 @@ class KitVerification:
     evidence: tuple[str, ...]
     simulator: bool
     figures: tuple[FigureRecord, ...]
+    contents: KitContents = dataclasses.field(repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "verified": True,
-            "kit": self.source,
             "package": self.package_id,
             "version": self.version,
+            "verified": True,
+            "kit": self.source,
             "publisher": self.publisher,
             "key_id": self.key_id,
             "kit_digest": f"{DIGEST_ALGORITHM}:{self.kit_digest}",
@@ -192,12 +207,24 @@ def _mismatch(message: str, file: str, expected: str, actual: str) -> SubjectMis
 
 def _check_package(statement: Statement, package: Package) -> None:
     ref = statement.predicate.package
-    if (ref.id, ref.version) != (package.id, package.version):
+    if (ref.id, ref.version, ref.publisher) != (package.id, package.version, package.publisher):
         raise _mismatch(
             "package.yaml is not the package the receipt describes",
             PACKAGE_FILE,
-            f"{ref.id} {ref.version}",
-            f"{package.id} {package.version}",
+            f"{ref.id} {ref.version} by {ref.publisher}",
+            f"{package.id} {package.version} by {package.publisher}",
+        )
+
+
+def _check_mtime(kit: KitContents, package: Package) -> None:
+    """Every archive member carries the package's date (a directory kit has no mtime)."""
+    if kit.mtime is not None and kit.mtime != kit_mtime(package):
+        raise MemberMetadataError(
+            "the archive's mtime is not the package's date",
+            file=kit.source,
+            expected=str(kit_mtime(package)),
+            actual=str(kit.mtime),
+            hint="do not unpack or deploy this kit; obtain it again from the publisher",
         )
 
 
@@ -293,33 +320,94 @@ def _parse_kit_package(kit: KitContents) -> Package:
     return parse_package(Path(PACKAGE_FILE), text)
 
 
-def verify_kit(
-    path: Path | str, trust: TrustStore, *, limits: Limits | None = None
-) -> KitVerification:
-    """Verify the kit at ``path`` (``.tar.gz`` or directory) against ``trust``; raise on failure."""
-    kit = read_kit(path, limits)  # 1
-    require_trust(trust)  # 2
-    receipt, manifest = _require(kit, RECEIPT_FILE), _require(kit, MANIFEST_FILE)  # 3
+# --- step 5 -------------------------------------------------------------------------
+
+
+def _check_grant(statement: Statement, trust: TrustStore, key_id: str) -> None:
+    """The signing key may sign this publisher's package with this id."""
+    ref = statement.predicate.package
+    grant = trust.grants.get(key_id)
+    if grant is None or not grant.allows(ref.publisher, ref.id):
+        raise KeyGrantError(
+            "the key that signed this kit may not sign this package",
+            file=RECEIPT_FILE,
+            expected=f"key {key_id} signs {grant.describe() if grant else 'nothing'}",
+            actual=f"{ref.id} {ref.version} by {ref.publisher}",
+            hint=f"the trust store {trust.source} does not grant this key that package; "
+            "another publisher's key cannot vouch for it",
+        )
+
+
+def _statement(kit: KitContents, trust: TrustStore, expect: Expectation | None) -> Statement:
+    receipt = _require(kit, RECEIPT_FILE)  # 3
     verified = verify_envelope(receipt, trust, file=RECEIPT_FILE)  # 4
     statement = read_statement(verified, file=RECEIPT_FILE)  # 5
-    digest = _check_kit_subject(statement, manifest)  # 6
-    _check_files(kit, parse_manifest(manifest))  # 7
+    _check_grant(statement, trust, verified.key_id)
+    if expect is not None:
+        expect.check(statement.predicate.package.id, statement.predicate.package.version)
+    return statement
+
+
+def _package(kit: KitContents, statement: Statement) -> tuple[Package, str]:
     package = _parse_kit_package(kit)  # 8
     _check_package(statement, package)
+    _check_mtime(kit, package)
     model = _check_model_subject(statement, package)
     _check_pin_file(kit, package)
+    return package, model
+
+
+def verify_kit(
+    path: Path | str,
+    trust: TrustStore,
+    *,
+    limits: Limits | None = None,
+    expect: Expectation | None = None,
+) -> KitVerification:
+    """Verify the kit at ``path`` (``.tar.gz`` or directory) against ``trust``; raise on failure."""
+    return verify_contents(read_kit(path, limits), trust, expect=expect)  # 1
+
+
+def verify_contents(
+    kit: KitContents, trust: TrustStore, *, expect: Expectation | None = None
+) -> KitVerification:
+    """Steps 2-10 on a kit already read into memory."""
+    require_trust(trust)  # 2
+    manifest = _require(kit, MANIFEST_FILE)  # 3
+    statement = _statement(kit, trust, expect)  # 3, 4, 5
+    digest = _check_kit_subject(statement, manifest)  # 6
+    _check_files(kit, parse_manifest(manifest))  # 7
+    package, model = _package(kit, statement)  # 8
     evidence = _check_evidence(kit, statement, package)  # 9
-    pred = statement.predicate
+    figures = recheck_claims(kit.files, package, statement)  # 10
     return KitVerification(
         source=kit.source,
         package_id=package.id,
         version=package.version,
         publisher=package.publisher,
-        key_id=verified.key_id,
+        key_id=statement.predicate.publisher_key_id,
         kit_digest=digest,
         files=len(kit.files),
         model=model,
         evidence=evidence,
-        simulator=pred.simulator,
-        figures=pred.figures,
+        simulator=statement.predicate.simulator,
+        figures=figures,
+        contents=kit,
     )
+
+
+def unpack_kit(
+    path: Path | str,
+    trust: TrustStore,
+    directory: Path,
+    *,
+    expect: Expectation | None = None,
+) -> KitVerification:
+    """Verify the kit, then write exactly the verified bytes under ``directory``.
+
+    This is how a buyer unpacks a kit: never with ``tar -x``, which would write what the
+    archive says rather than what was verified (docs/kit.md, threat model).
+    """
+    result = verify_kit(path, trust, expect=expect)
+    write_files(result.contents.files, directory)
+    return result

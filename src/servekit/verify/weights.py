@@ -16,6 +16,7 @@ is skipped and step 4 compares the tree digest alone, which cannot name the file
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,13 +31,16 @@ from servekit.errors import FileChangedError, MissingFileError
 from servekit.hub.digest import tree_digest
 from servekit.hub.hashing import Hashed, hash_files
 from servekit.hub.models import FileProblem, PinnedFile, ProblemKind, WeightsPin
-from servekit.hub.package import PIN_PATH, check_pin_agrees, package_pin
+from servekit.hub.package import check_pin_agrees, package_pin
 from servekit.hub.pinfile import parse_pin, read_pin
 from servekit.hub.problems import problems_error
 from servekit.hub.tree import LocalFile, TreeScan, scan_tree
 from servekit.package.load import PACKAGE_FILE, parse_package
 from servekit.package.models import ModelPin
-from servekit.verify.archive import KitContents, read_kit
+from servekit.receipts.formats import PIN_FILE
+from servekit.receipts.keys import TrustStore
+from servekit.verify.archive import KitContents
+from servekit.verify.kit import verify_kit
 
 
 class Stage(StrEnum):
@@ -56,6 +60,8 @@ class Expected:
     source: str
     repo: str | None = None
     commit: str | None = None
+    package: tuple[str, str, str] | None = None
+    """(id, version, publisher) of the verified kit the pin came from."""
 
     @classmethod
     def from_pin(cls, pin: WeightsPin, source: str) -> Expected:
@@ -90,24 +96,28 @@ def _kit_text(kit: KitContents, name: str) -> str | None:
         ) from exc
 
 
-def expected_from_kit(path: Path) -> Expected:
-    """The expectation a kit carries: ``model/pin.json``, checked against its ``package.yaml``.
+def expected_from_kit(path: Path, trust: TrustStore) -> Expected:
+    """The expectation a kit carries, once the kit itself verifies against ``trust``.
 
-    The kit is read with the safe reader; its signature is checked by ``verify kit``.
+    The per-file pin is read where ``kit build`` puts it (``model/pin.json``), from the
+    verified bytes; an unsigned or tampered kit is refused before its pin is believed.
     """
-    kit = read_kit(path)
+    verified = verify_kit(path, trust)
+    kit = verified.contents
     text = _kit_text(kit, PACKAGE_FILE)
-    if text is None:
+    if text is None:  # verify_kit has required it; kept so this never reads None
         raise MissingFileError(
             "the kit holds no package.yaml", file=PACKAGE_FILE, expected="present", actual="absent"
         )
     model = parse_package(Path(PACKAGE_FILE), text).model
-    pin_text = _kit_text(kit, model.files or PIN_PATH)
+    pin_text = _kit_text(kit, PIN_FILE)
     pin = None
     if pin_text is not None:
-        pin = parse_pin(pin_text, source=f"{path}:{model.files or PIN_PATH}")
-        check_pin_agrees(model, pin, f"{path}:{model.files or PIN_PATH}")
-    return Expected.from_model(model, pin, f"kit {path}")
+        pin = parse_pin(pin_text, source=f"{path}:{PIN_FILE}")
+        check_pin_agrees(model, pin, f"{path}:{PIN_FILE}")
+    expected = Expected.from_model(model, pin, f"kit {path}")
+    identity = (verified.package_id, verified.version, verified.publisher)
+    return dataclasses.replace(expected, package=identity)
 
 
 class WeightsReport(BaseModel):

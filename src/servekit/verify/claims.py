@@ -1,0 +1,89 @@
+"""Re-run the claim rules on a kit's own evidence and hold the receipt to the result.
+
+The one call into the claim rules is :func:`servekit.package.check` (kept in this one
+place). The kit's package files are written to a temporary directory at the paths
+``package.yaml`` names (the inverse of where ``kit build`` put them), loaded as a
+package, and checked. The receipt must record zero violations, the rules must find none
+now, and each figure the receipt records must be the one recomputed here; the figures a
+verifier prints are the recomputed ones.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from servekit.errors import ClaimRecheckError
+from servekit.package import CheckReport, check, load_package
+from servekit.package.models import Package
+from servekit.receipts.formats import RECEIPT_FILE, package_sources
+from servekit.receipts.models import FigureRecord, Statement
+from servekit.receipts.statement import figure_records
+from servekit.verify.unpack import write_files
+
+HINT = "the receipt's figures are not carried by the kit's evidence; do not rely on them"
+
+
+def _refuse(message: str, expected: str, actual: str) -> ClaimRecheckError:
+    return ClaimRecheckError(
+        message, file=RECEIPT_FILE, expected=expected, actual=actual, hint=HINT
+    )
+
+
+def run_rules(files: Mapping[str, bytes], package: Package) -> CheckReport:
+    """The claim rules on the kit's package files, laid out as the package had them."""
+    sources = {relative: files[kit_path] for kit_path, relative in package_sources(package)}
+    with tempfile.TemporaryDirectory(prefix="servekit-recheck-") as tmp:
+        write_files(sources, Path(tmp) / "package")
+        return check(load_package(Path(tmp) / "package"))
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _same_figure(signed: FigureRecord, now: FigureRecord) -> bool:
+    exact = signed.model_copy(update={"recomputed": None, "per_run": {}})
+    if exact != now.model_copy(update={"recomputed": None, "per_run": {}}):
+        return False
+    if set(signed.per_run) != set(now.per_run):
+        return False
+    pairs = [(signed.recomputed, now.recomputed)]
+    pairs += [(signed.per_run[k], now.per_run[k]) for k in signed.per_run]
+    return all(_same(a, b) for a, b in pairs)
+
+
+def recheck_claims(
+    files: Mapping[str, bytes], package: Package, statement: Statement
+) -> tuple[FigureRecord, ...]:
+    """The figures recomputed from the kit, once they agree with the receipt; else refuse."""
+    recorded = statement.predicate.claim_rules.violations
+    if recorded != 0:
+        raise _refuse("the receipt records claim-rule violations", "0 violations", str(recorded))
+    report = run_rules(files, package)
+    if report.violations:
+        first = report.violations[0]
+        raise _refuse(
+            "the claim rules refuse a figure of this kit",
+            "no violation",
+            f"{len(report.violations)}, first [{first.rule}] {first.field}: {first.message}",
+        )
+    figures = figure_records(package, report)
+    for signed, now in zip(statement.predicate.figures, figures, strict=False):
+        if not _same_figure(signed, now):
+            raise _refuse(
+                "a figure in the receipt is not the one the claim rules recompute",
+                f"{now.id}: {now.value} (recomputed {now.recomputed})",
+                f"{signed.id}: {signed.value} (recomputed {signed.recomputed})",
+            )
+    if len(figures) != len(statement.predicate.figures):
+        raise _refuse(
+            "the receipt lists other figures than the package",
+            str(len(figures)),
+            str(len(statement.predicate.figures)),
+        )
+    return figures
