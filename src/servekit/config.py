@@ -30,6 +30,10 @@ class Settings(BaseModel):
         default=True,
         description="Show progress bars on a terminal (they are always off when output is not a TTY).",
     )
+    home: Path = Field(
+        default=Path("var"),
+        description="Directory where `servekit serve` keeps its state (store, development key).",
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -42,10 +42,12 @@ __all__ = [
     "FileChangedError",
     "HubError",
     "MissingFileError",
+    "NotFoundError",
     "PackageError",
     "PackageFileError",
     "PackageSchemaError",
     "ReadError",
+    "ServeError",
     "SignatureError",
     "SigningKeyError",
     "SubjectMismatchError",
@@ -286,3 +288,18 @@ class ReadError(VerificationError):
     """A file could not be read while verifying (permissions, I/O error, loop)."""
 
     exit_code = 16
+
+
+# --- the web app ---------------------------------------------------------------
+
+
+class NotFoundError(Error):
+    """A page, package version or file the web app was asked for does not exist."""
+
+    exit_code = 40
+
+
+class ServeError(Error):
+    """`servekit serve` cannot start: the state directory or the address is unusable."""
+
+    exit_code = 41

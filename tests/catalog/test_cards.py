@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from servekit.catalog import Badge, Card, build_card, export_site, load_cards
+from servekit.catalog import Badge, Card, build_card, export_site, load_catalog
 from servekit.package import check, load_package
 from tests.package.factories import edit_definition, write_package
 
@@ -48,7 +48,7 @@ def test_card_shows_refused_claims(tmp_path: Path) -> None:
 
 
 def test_export_writes_pages_with_the_numbers(tmp_path: Path) -> None:
-    written = export_site(load_cards(ROOT / "examples" / "packages"), tmp_path / "site")
+    written = export_site(load_catalog(ROOT / "examples" / "packages"), tmp_path / "site")
     page = (tmp_path / "site" / "kimi-k3-8xb300-1.0.0.html").read_text()
     assert "18695 ms" in page and "badge-reported" in page
     assert (tmp_path / "site" / "index.html") in written

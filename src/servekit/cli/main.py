@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from servekit import __version__, progress
-from servekit.cli import bench, catalog, demo, keys, kit, model, package, sim, verify
+from servekit.cli import bench, catalog, demo, keys, kit, model, package, serve, sim, verify
 from servekit.cli.output import stderr
 from servekit.config import load_settings
 from servekit.errors import Error
@@ -39,6 +39,7 @@ app.add_typer(model.app, name="model")
 app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
 app.command("demo")(demo.demo)
+app.command("serve")(serve.serve)
 
 _state = {"verbose": False}
 

@@ -1,0 +1,87 @@
+"""Publish package directories into a catalog home, and read the published catalog back.
+
+Until the store (``servekit.store``) holds published versions, the published catalog is a
+directory: ``HOME/published/<id>/<version>/`` is a copy of the package directory as it
+was checked at publish time, and ``HOME/published/GENERATION`` changes on every publish.
+A reader (every web worker, on every host that shares HOME) compares the generation with
+the one it loaded and reloads when it moved, so no worker serves a stale card and nothing
+lives only in one process's memory.
+
+Publishing re-runs the claim rules: re-run or retract a measurement in the package
+directory, publish again, and the card changes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from servekit.catalog.pages import Catalog, Entry, load_entry
+
+PUBLISHED = "published"
+GENERATION = "GENERATION"
+
+
+def published_root(home: Path) -> Path:
+    return home / PUBLISHED
+
+
+def generation(home: Path) -> str:
+    """The current publish generation ('' when nothing was published yet)."""
+    try:
+        return (published_root(home) / GENERATION).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _bump(root: Path) -> None:
+    tmp = root / f".{GENERATION}.{uuid.uuid4().hex}"
+    tmp.write_text(uuid.uuid4().hex + "\n", encoding="utf-8")
+    tmp.replace(root / GENERATION)
+
+
+def publish(directories: list[Path], home: Path) -> list[Entry]:
+    """Check each package directory and copy it into ``HOME/published`` (replacing a copy
+    of the same id and version); returns the entries as published."""
+    root = published_root(home)
+    root.mkdir(parents=True, exist_ok=True)
+    entries = [load_entry(d) for d in directories]
+    for entry in entries:
+        target = root / entry.card.id / entry.card.version
+        staging = root / f".staging-{uuid.uuid4().hex}"
+        shutil.copytree(entry.loaded.root, staging)
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.replace(target)
+    _bump(root)
+    return entries
+
+
+def package_dirs(packages: Path) -> list[Path]:
+    """Every package directory directly under ``packages`` (those with a package.yaml)."""
+    return sorted(p.parent for p in packages.glob("*/package.yaml"))
+
+
+def load_published(home: Path) -> Catalog:
+    """The published catalog (empty when nothing was published)."""
+    dirs = sorted(p.parent for p in published_root(home).glob("*/*/package.yaml"))
+    return Catalog([load_entry(d) for d in dirs])
+
+
+@dataclass
+class PublishedCatalog:
+    """The published catalog of one HOME, reloaded when another process publishes."""
+
+    home: Path
+    _generation: str | None = None
+    _catalog: Catalog | None = None
+
+    def current(self) -> Catalog:
+        now = generation(self.home)
+        if self._catalog is None or now != self._generation:
+            self._catalog = load_published(self.home)
+            self._generation = now
+        return self._catalog

@@ -1,0 +1,75 @@
+"""The catalog and package pages, their charts and the files their figures link to."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+from servekit.catalog import Catalog, Entry, package_page, render_index, render_package
+from servekit.catalog import Query as CatalogQuery
+from servekit.catalog.chart import render_chart
+from servekit.catalog.listing import PAGE_SIZE
+from servekit.catalog.pages import listing_of
+from servekit.errors import NotFoundError
+from servekit.web.links import LiveLinks
+
+router = APIRouter()
+LINKS = LiveLinks()
+
+
+def _catalog(request: Request) -> Catalog:
+    catalog: Catalog = request.app.state.catalog.current()
+    return catalog
+
+
+def _entry(request: Request, package_id: str, version: str) -> Entry:
+    entry = _catalog(request).get(package_id, version)
+    if entry is None:
+        raise NotFoundError(
+            f"no published package {package_id} {version}",
+            hint="the catalog page lists every published version",
+        )
+    return entry
+
+
+@router.get("/", response_class=HTMLResponse)
+def catalog_page(
+    request: Request,
+    gpu: str = "",
+    engine: str = "",
+    model: str = "",
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> HTMLResponse:
+    """The catalog: one card per published package version, filtered and paginated."""
+    query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
+    listing = listing_of(_catalog(request), query, PAGE_SIZE)
+    return HTMLResponse(render_index(listing, LINKS, live=True))
+
+
+@router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
+def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
+    """Everything about one package version, from its definition."""
+    entry = _entry(request, package_id, version)
+    page = package_page(_catalog(request), entry)
+    return HTMLResponse(render_package(page, LINKS, live=True))
+
+
+@router.get("/packages/{package_id}/{version}/chart.svg")
+def chart(request: Request, package_id: str, version: str) -> Response:
+    """Latency and throughput against concurrency, drawn by matplotlib."""
+    entry = _entry(request, package_id, version)
+    return Response(render_chart(entry.card.figures), media_type="image/svg+xml")
+
+
+@router.get("/packages/{package_id}/{version}/files/{path:path}")
+def package_file(request: Request, package_id: str, version: str, path: str) -> FileResponse:
+    """A raw evidence file, licence or build recipe the page links to (nothing else)."""
+    entry = _entry(request, package_id, version)
+    if path not in entry.public_files():
+        raise NotFoundError(
+            f"{package_id} {version} links to no file {path}",
+            hint="follow a link on the package page",
+        )
+    return FileResponse(entry.loaded.path(path), media_type="text/plain; charset=utf-8")
