@@ -12,6 +12,7 @@ from servekit.cli.output import stderr, stdout
 from servekit.config import load_settings
 from servekit.errors import ServeError
 from servekit.web.home import Home, prepare_home
+from servekit.web.server import APP_FACTORY, SERVER_OPTIONS
 
 
 def _check_address(host: str, port: int) -> None:
@@ -59,11 +60,10 @@ def serve(
     import uvicorn  # here, not at the top: every other command starts without it
 
     uvicorn.run(
-        "servekit.web.app:create_app",
+        APP_FACTORY,
         factory=True,
         host=host,
         port=port,
         workers=workers,
-        log_level="warning",
-        server_header=False,
+        **SERVER_OPTIONS,
     )
