@@ -44,6 +44,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def _stylesheet() -> Response:
         return Response(css, media_type="text/css")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def _favicon() -> Response:
+        return Response(status_code=204)  # no icon; answering keeps browser consoles clean
+
     @app.get("/healthz", include_in_schema=False)
     def _health() -> dict[str, str]:
         return {"status": "ok"}
