@@ -14,6 +14,7 @@ from servekit.catalog.publish import PublishedCatalog
 from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
 from servekit.errors import Error, NotFoundError
+from servekit.web.cache import PageCache
 from servekit.web.routes import catalog
 from servekit.web.security import SecureHeaders
 
@@ -38,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="servekit", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
     app.state.catalog = PublishedCatalog(settings.home)
+    app.state.pages = PageCache()
     css = stylesheet()
 
     @app.get("/static/catalog.css", include_in_schema=False)

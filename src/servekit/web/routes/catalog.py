@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -13,6 +14,7 @@ from servekit.catalog.chart import render_chart
 from servekit.catalog.listing import PAGE_SIZE
 from servekit.catalog.pages import listing_of
 from servekit.errors import NotFoundError
+from servekit.web.cache import PageCache
 from servekit.web.links import LiveLinks
 
 router = APIRouter()
@@ -22,6 +24,13 @@ LINKS = LiveLinks()
 def _catalog(request: Request) -> Catalog:
     catalog: Catalog = request.app.state.catalog.current()
     return catalog
+
+
+def _page(
+    request: Request, catalog: Catalog, key: tuple[object, ...], render: Callable[[], str]
+) -> HTMLResponse:
+    cache: PageCache = request.app.state.pages
+    return HTMLResponse(cache.get(catalog, key, render))
 
 
 def _entry(request: Request, package_id: str, version: str) -> Entry:
@@ -44,16 +53,24 @@ def catalog_page(
 ) -> HTMLResponse:
     """The catalog: one card per published package version, filtered and paginated."""
     query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
-    listing = listing_of(_catalog(request), query, PAGE_SIZE)
-    return HTMLResponse(render_index(listing, LINKS, live=True))
+    catalog = _catalog(request)
+
+    def render() -> str:
+        return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
+
+    return _page(request, catalog, ("index", query), render)
 
 
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
 def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
     """Everything about one package version, from its definition."""
     entry = _entry(request, package_id, version)
-    page = package_page(_catalog(request), entry)
-    return HTMLResponse(render_package(page, LINKS, live=True))
+    catalog = _catalog(request)
+
+    def render() -> str:
+        return render_package(package_page(catalog, entry), LINKS, live=True)
+
+    return _page(request, catalog, ("package", package_id, version), render)
 
 
 @router.get("/packages/{package_id}/{version}/chart.svg")
