@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import escape
+from starlette.middleware.sessions import SessionMiddleware
 
 from servekit.catalog.publish import PublishedCatalog
 from servekit.catalog.site import stylesheet
@@ -17,6 +18,7 @@ from servekit.errors import Error, NotFoundError
 from servekit.web.cache import PageCache
 from servekit.web.routes import catalog
 from servekit.web.security import SecureHeaders
+from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
 
 
 def _error_page(request: Request, exc: Exception) -> Response:
@@ -56,5 +58,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(catalog.router)
     app.add_exception_handler(Error, _error_page)
+    # outermost last: secure headers, then the session cookie, then the CSRF check
+    app.add_middleware(CSRFProtect)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=session_key(settings.home),
+        session_cookie=SESSION_COOKIE,
+        same_site="lax",
+        https_only=True,
+    )
     app.add_middleware(SecureHeaders)
     return app
