@@ -38,10 +38,12 @@ from pathlib import Path
 
 import yaml
 
-from servekit.catalog import Query, export_site
+from servekit.catalog import Catalog, Query, export_site, package_page, render_index, render_package
 from servekit.catalog.listing import PAGE_SIZE
+from servekit.catalog.pages import listing_of
 from servekit.catalog.publish import load_published, package_dirs, publish
 from servekit.catalog.site import StaticLinks
+from servekit.web.links import LiveLinks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "packages"
@@ -150,6 +152,22 @@ def serve_static(directory: str, port: int) -> None:
         httpd.serve_forever()
 
 
+def print_render_cost(catalog: Catalog) -> None:
+    """What a page costs when the page cache misses: render in this process, no HTTP."""
+    links, entries = LiveLinks(), catalog.entries[:: max(1, len(catalog.entries) // 50)]
+    t0 = time.perf_counter()
+    for n, _ in enumerate(entries):
+        render_index(listing_of(catalog, Query(page=n % 40 + 1), PAGE_SIZE), links, live=True)
+    index_ms = (time.perf_counter() - t0) / len(entries) * 1000
+    t0 = time.perf_counter()
+    for entry in entries:
+        render_package(package_page(catalog, entry), links, live=True)
+    package_ms = (time.perf_counter() - t0) / len(entries) * 1000
+    print(
+        f"render on a cache miss: catalog page {index_ms:.1f} ms, package page {package_ms:.1f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--packages", type=int, default=1000)
@@ -182,6 +200,7 @@ def run(opts: argparse.Namespace, work: Path) -> None:
     print(
         f"static export of {len(catalog.entries)} versions ({len(pages)} pages): {export_s:.2f} s"
     )
+    print_render_cost(catalog)
     # 4-5. serve both, load both
     links = StaticLinks()
     n_pages = -(-len(catalog.entries) // PAGE_SIZE)
