@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from servekit.catalog.publish import publish
+from servekit.catalog.publish import ENTRY_FILE, load_published, publish
 from tests.package.factories import edit_definition, synthetic_records, write_package
 from tests.web.server import serving
 
@@ -51,3 +51,13 @@ def test_retract_and_rerun_change_the_card(tmp_path: Path) -> None:
         assert ttft_before != ttft_after
         assert float(ttft_after.split()[0]) > float(ttft_before.split()[0]) + 100
         assert "recomputed from raw records (2 runs)" in after_rerun
+
+
+def test_an_entry_stored_by_another_version_is_checked_again(tmp_path: Path) -> None:
+    write_package(tmp_path / "pkg")
+    publish([tmp_path / "pkg"], tmp_path / "home")
+    stored = next((tmp_path / "home").rglob(ENTRY_FILE))
+    stored.write_text('{"package": {"schema_version": 99}, "card": {}}')
+    catalog = load_published(tmp_path / "home")
+    assert [e.card.id for e in catalog.entries] == ["tiny-test"]
+    assert catalog.entries[0].card.checks_pass

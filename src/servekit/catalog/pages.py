@@ -1,6 +1,6 @@
 """Typed contexts of the catalog pages, built from package definitions and their cards.
 
-A :class:`Catalog` holds every loaded package version with its check report and card; the
+A :class:`Catalog` holds every package version with its definition and card; the
 live web app and the static export both render from it, through the same templates. Where
 the pages link to (a server route or a file next to the page) is the :class:`Links` the
 caller passes, so the templates never spell a URL themselves.
@@ -19,7 +19,7 @@ from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
 from servekit.errors import UsageError
 from servekit.package.load import LoadedPackage, load_package
 from servekit.package.models import MeasurementStatus, Package, Workload
-from servekit.package.rules import CheckReport, check
+from servekit.package.rules import check
 
 
 class Links(Protocol):
@@ -34,10 +34,9 @@ class Links(Protocol):
 
 @dataclass(frozen=True)
 class Entry:
-    """One package version: its definition, what the rules said, and its card."""
+    """One package version: its definition and its card (which carries what the rules said)."""
 
     loaded: LoadedPackage
-    report: CheckReport
     card: Card
 
     @property
@@ -57,8 +56,7 @@ class Entry:
 
 def load_entry(directory: Path) -> Entry:
     loaded = load_package(directory)
-    report = check(loaded)
-    return Entry(loaded=loaded, report=report, card=build_card(loaded, report))
+    return Entry(loaded=loaded, card=build_card(loaded, check(loaded)))
 
 
 @dataclass

@@ -55,7 +55,7 @@ def demo(
         loaded = load_package(directory)
         report = check(loaded)
         render_report(report)
-        entries.append(Entry(loaded=loaded, report=report, card=build_card(loaded, report)))
+        entries.append(Entry(loaded=loaded, card=build_card(loaded, report)))
         if not report.ok:
             failed += 1
             continue
