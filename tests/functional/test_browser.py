@@ -94,3 +94,27 @@ def test_browse_filter_open_and_follow_the_evidence(page: object, shots: Path) -
     assert "/files/evidence/" in tab.url
     expect(tab.locator("body")).to_contain_text('"concurrency"')
     assert len(list(shots.glob("0*.png"))) >= 4
+
+
+def test_hostile_package_text_runs_nothing_in_the_browser(
+    tmp_path: Path, page: object, shots: Path
+) -> None:
+    from tests.package.factories import write_package
+    from tests.web.test_hostile_text import PAYLOAD, hostile_definition
+
+    tab = page
+    assert isinstance(tab, sync_api.Page)
+    definition, _ = hostile_definition()
+    write_package(tmp_path / "hostile", definition=definition)
+    publish([tmp_path / "hostile"], tmp_path / "home")
+    dialogs: list[str] = []
+    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    with serving(tmp_path / "home") as url:
+        for path in ("/", "/packages/tiny-test/1.0.0"):
+            tab.goto(url + path)
+            tab.wait_for_load_state("load")
+            assert tab.locator("img[src=x]").count() == 0
+        expect = sync_api.expect
+        expect(tab.locator("#summary")).to_have_text(PAYLOAD)  # shown, literally
+        tab.screenshot(path=shots / "05-package-hostile.png", full_page=True)
+    assert dialogs == []
