@@ -123,7 +123,7 @@ class VersionRow(BaseModel):
 class PackagePage(BaseModel):
     """Everything the package page shows, read from one package definition."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True)
 
     card: Card
     package: Package

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'"
-)
+from servekit.catalog.site import PAGE_POLICY
+
+# frame-ancestors only works as a header, so it is added here and not in the <meta> tag
+CONTENT_SECURITY_POLICY = PAGE_POLICY + "; frame-ancestors 'none'"
 
 HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
