@@ -40,8 +40,8 @@ import yaml
 
 from servekit.catalog import Catalog, Query, export_site, package_page, render_index, render_package
 from servekit.catalog.listing import PAGE_SIZE
-from servekit.catalog.pages import listing_of
-from servekit.catalog.publish import load_published, package_dirs, publish
+from servekit.catalog.pages import listing_of, package_dirs
+from servekit.catalog.publish import load_published, publish
 from servekit.catalog.site import StaticLinks
 from servekit.web.links import LiveLinks
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from servekit.catalog.publish import package_dirs, publish
+from servekit.catalog.pages import package_dirs
+from servekit.catalog.publish import publish
 from tests.functional.helpers import EXAMPLES, ROOT
 from tests.web.server import serving
 

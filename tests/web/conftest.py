@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from servekit.catalog.publish import package_dirs, publish
+from servekit.catalog.pages import package_dirs
+from servekit.catalog.publish import publish
 from tests.web.server import serving
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -88,9 +88,14 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in head if p.isdigit())
 
 
+def package_dirs(packages: Path) -> list[Path]:
+    """Every package directory directly under ``packages`` (those with a package.yaml)."""
+    return sorted(p.parent for p in packages.glob("*/package.yaml"))
+
+
 def load_catalog(packages_dir: Path) -> Catalog:
     """Load, check and card every package directory under ``packages_dir``."""
-    dirs = sorted(p.parent for p in packages_dir.glob("*/package.yaml"))
+    dirs = package_dirs(packages_dir)
     if not dirs:
         raise UsageError(
             f"no package.yaml under {packages_dir}/*/",

@@ -80,11 +80,6 @@ def publish(directories: list[Path], home: Path) -> list[Entry]:
     return entries
 
 
-def package_dirs(packages: Path) -> list[Path]:
-    """Every package directory directly under ``packages`` (those with a package.yaml)."""
-    return sorted(p.parent for p in packages.glob("*/package.yaml"))
-
-
 def _stored(path: Path) -> Entry:
     try:
         stored = StoredEntry.model_validate_json(path.read_bytes())

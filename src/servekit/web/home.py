@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from servekit.catalog.pages import Entry
-from servekit.catalog.publish import package_dirs, publish, published_root
+from servekit.catalog.pages import Entry, package_dirs
+from servekit.catalog.publish import publish, published_root
 from servekit.errors import ServeError, UsageError
 from servekit.receipts.keys import PUBLIC_KEY_FILE, generate, write_key_pair
 
