@@ -20,6 +20,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -91,6 +92,17 @@ def _stored(path: Path) -> Entry:
 def load_published(home: Path) -> Catalog:
     """The published catalog (empty when nothing was published)."""
     return Catalog([_stored(p) for p in sorted(published_root(home).glob(f"*/*/{ENTRY_FILE}"))])
+
+
+class CatalogSource(Protocol):
+    """Where the web app gets the published catalog on each request.
+
+    :class:`PublishedCatalog` reads ``HOME/published``; a store-backed source (published
+    versions as database rows) plugs in with the same method. ``current`` returns the same
+    object until something is published, which is what the page cache keys on.
+    """
+
+    def current(self) -> Catalog: ...
 
 
 @dataclass

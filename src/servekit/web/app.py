@@ -1,7 +1,9 @@
 """The web app factory: ``uvicorn --factory servekit.web.app:create_app``.
 
 Each worker builds its own app from the settings; the published catalog lives under
-``SERVEKIT_HOME`` (shared by every worker), never only in one process.
+``SERVEKIT_HOME`` (shared by every worker), never only in one process. The routes read it
+through a :class:`~servekit.catalog.publish.CatalogSource` (``app.state.catalog``), the
+seam where the store plugs in.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import escape
 from starlette.middleware.sessions import SessionMiddleware
 
-from servekit.catalog.publish import PublishedCatalog
+from servekit.catalog.publish import CatalogSource, PublishedCatalog
 from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
 from servekit.errors import Error, NotFoundError
@@ -35,12 +37,12 @@ def _error_page(request: Request, exc: Exception) -> Response:
     return HTMLResponse(body, status_code=status)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """A new app reading the catalog published under ``settings.home``."""
+def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
+    """A new app serving ``source`` (default: the catalog published under ``settings.home``)."""
     settings = settings or load_settings()
     app = FastAPI(title="servekit", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
-    app.state.catalog = PublishedCatalog(settings.home)
+    app.state.catalog = source or PublishedCatalog(settings.home)
     app.state.pages = PageCache()
     css = stylesheet()
 

@@ -13,6 +13,7 @@ from servekit.catalog import Query as CatalogQuery
 from servekit.catalog.chart import render_chart
 from servekit.catalog.listing import PAGE_SIZE
 from servekit.catalog.pages import listing_of
+from servekit.catalog.publish import CatalogSource
 from servekit.errors import NotFoundError
 from servekit.web.cache import PageCache
 from servekit.web.links import LiveLinks
@@ -22,8 +23,8 @@ LINKS = LiveLinks()
 
 
 def _catalog(request: Request) -> Catalog:
-    catalog: Catalog = request.app.state.catalog.current()
-    return catalog
+    source: CatalogSource = request.app.state.catalog
+    return source.current()
 
 
 def _page(
