@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
+	$(BIN)/servekit serve
+
+demo: $(STAMP)
 	$(BIN)/servekit demo
 
 test: $(STAMP) lint typecheck pytest

@@ -34,6 +34,10 @@ class Settings(BaseModel):
         default_factory=lambda: Path.home() / ".cache" / "servekit",
         description="Where servekit keeps state between commands (the last feed serials seen).",
     )
+    home: Path = Field(
+        default=Path("var"),
+        description="Directory where `servekit serve` keeps its state (store, development key).",
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -64,6 +64,7 @@ __all__ = [
     "HeaderError",
     "HubError",
     "MissingFileError",
+    "NotFoundError",
     "PackageError",
     "PackageFileError",
     "PackageSchemaError",
@@ -73,6 +74,7 @@ __all__ = [
     "ReplayError",
     "ReproductionError",
     "RevokedError",
+    "ServeError",
     "SignatureError",
     "SigningKeyError",
     "SubjectMismatchError",
@@ -493,3 +495,18 @@ class ClaimRecheckError(VerificationError):
     """The receipt's figures or rule record disagree with the claim rules run on the kit."""
 
     exit_code = 28
+
+
+# --- the web app ---------------------------------------------------------------
+
+
+class NotFoundError(Error):
+    """A page, package version or file the web app was asked for does not exist."""
+
+    exit_code = 40
+
+
+class ServeError(Error):
+    """`servekit serve` cannot start: the state directory or the address is unusable."""
+
+    exit_code = 41

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from servekit.catalog import Badge, Card, build_card, export_site, load_cards
+from servekit.catalog import Badge, Card, build_card, export_site, load_catalog
 from servekit.package import check, load_package
 from tests.package.factories import edit_definition, write_package
 
@@ -59,7 +59,7 @@ def test_a_refused_figure_is_never_badged_measured_on_any_view(tmp_path: Path) -
     )
     card = _card(tmp_path / "pkgs" / "tiny")
     assert next(f for f in card.figures if f.id == "otps-gpu-c4").badge is Badge.REFUSED
-    export_site(load_cards(tmp_path / "pkgs"), tmp_path / "site")
+    export_site(load_catalog(tmp_path / "pkgs"), tmp_path / "site")
     page = (tmp_path / "site" / "tiny-test-1.0.0.html").read_text()
     figure_html = page[page.index('data-figure="otps-gpu-c4"') :][:600]
     assert "badge-refused" in figure_html and "badge-measured" not in figure_html
@@ -72,7 +72,7 @@ def test_measured_card_shows_achieved_concurrency(tmp_path: Path) -> None:
 
 
 def test_export_writes_pages_with_the_numbers(tmp_path: Path) -> None:
-    written = export_site(load_cards(ROOT / "examples" / "packages"), tmp_path / "site")
+    written = export_site(load_catalog(ROOT / "examples" / "packages"), tmp_path / "site")
     page = (tmp_path / "site" / "kimi-k3-8xb300-1.0.0.html").read_text()
     assert "18695 ms" in page and "badge-reported" in page
     assert (tmp_path / "site" / "index.html") in written

@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict
 from servekit.fit import PackageFit, package_fit
 from servekit.fit.models import GIB
 from servekit.package.load import LoadedPackage
-from servekit.package.models import Figure, MeasurementStatus, Package, Provenance
+from servekit.package.models import (
+    Figure,
+    MeasurementStatus,
+    Package,
+    Provenance,
+    Scope,
+)
 from servekit.package.rules import CheckReport, FigureResult
 
 
@@ -25,6 +31,20 @@ class Badge(StrEnum):
     REPORTED = "reported"
     SIMULATOR = "simulator"
     REFUSED = "refused"
+
+
+class Link(BaseModel):
+    """Where a figure's proof lives: a raw evidence file in the package, or an outside source.
+
+    ``href`` is set only for a package-relative file or an ``http(s)`` URL, so a hostile
+    ``javascript:`` reference is shown as text and never becomes a link.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    path: str | None = None
+    url: str | None = None
 
 
 class CardFigure(BaseModel):
@@ -38,6 +58,13 @@ class CardFigure(BaseModel):
     badge_text: str
     status: MeasurementStatus
     headline: bool
+    metric: str
+    statistic: str
+    concurrency: int
+    value: float
+    unit: str
+    per_gpu: bool
+    proof: tuple[Link, ...]
 
 
 class Card(BaseModel):
@@ -69,6 +96,10 @@ class Card(BaseModel):
     maintenance: str
     checks_pass: bool
     violations: tuple[str, ...]
+    gpu: str
+    engine_name: str
+    model_repo: str
+    accuracy_gate: str
     floor_measured: str = "not measured"
     floor_predicted: str = "no prediction"
 
@@ -86,7 +117,18 @@ def _badge(fig: Figure, result: FigureResult) -> tuple[Badge, str]:
     return Badge.MEASURED, f"recomputed from raw records ({runs} run{'s' if runs != 1 else ''})"
 
 
-def _figure(fig: Figure, result: FigureResult) -> CardFigure:
+def _proof(pkg: Package, fig: Figure) -> tuple[Link, ...]:
+    if fig.provenance is Provenance.REPORTED:
+        if fig.source is None:
+            return ()
+        ref = fig.source.reference
+        url = ref if ref.startswith(("https://", "http://")) else None
+        return (Link(text=f"{fig.source.name}: {ref} ({fig.source.date})", url=url),)
+    runs = (pkg.run(run_id) for run_id in fig.runs)
+    return tuple(Link(text=f"raw records of run {r.id}", path=r.file) for r in runs if r)
+
+
+def _figure(pkg: Package, fig: Figure, result: FigureResult) -> CardFigure:
     badge, text = _badge(fig, result)
     scope = f", {fig.scope.value.replace('_', ' ')}" if fig.scope else ""
     if result.achieved_concurrency:
@@ -102,6 +144,13 @@ def _figure(fig: Figure, result: FigureResult) -> CardFigure:
         badge_text=text,
         status=fig.status.state,
         headline=fig.on_card,
+        metric=fig.metric.value,
+        statistic=fig.statistic.value,
+        concurrency=fig.concurrency,
+        value=fig.value,
+        unit=fig.unit,
+        per_gpu=fig.scope is Scope.PER_GPU,
+        proof=_proof(pkg, fig),
     )
 
 
@@ -139,7 +188,7 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
     """The card of one package version (retracted figures are left off)."""
     pkg = loaded.package
     results = {r.id: r for r in report.figures}
-    figures = tuple(_figure(f, results[f.id]) for f in pkg.published_figures)
+    figures = tuple(_figure(pkg, f, results[f.id]) for f in pkg.published_figures)
     target = pkg.hardware.target
     maintenance = pkg.pricing.maintenance
     return Card(
@@ -173,4 +222,8 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
         violations=tuple(f"{v.rule} {v.field}: {v.message}" for v in report.violations),
         floor_measured=_floor_measured(pkg),
         floor_predicted=_floor_predicted(package_fit(loaded)),
+        gpu=target.gpu,
+        engine_name=pkg.engine.name,
+        model_repo=pkg.model.repo,
+        accuracy_gate=pkg.accuracy.gate.value.replace("_", " "),
     )

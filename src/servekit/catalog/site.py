@@ -1,71 +1,121 @@
-"""Static catalog export: one page per package version and an index, from the cards."""
+"""Render the catalog pages, and export them as a static site.
+
+The live web app (``servekit.web``) and ``servekit catalog export`` render the same
+templates from the same :class:`~servekit.catalog.pages.Catalog`; only the
+:class:`~servekit.catalog.pages.Links` differ. The static export holds the pages, the
+charts, the stylesheet and every raw evidence file a figure links to; it has no store pages.
+
+Export steps:
+  1. write the stylesheet;
+  2. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
+  3. per package version: the page, its chart, and the files its figures link to.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import shutil
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from servekit.catalog.cards import Card, build_card
-from servekit.errors import PackageError, UsageError
-from servekit.package.load import load_package
-from servekit.package.rules import check
+from servekit.catalog.cards import Card
+from servekit.catalog.chart import render_chart
+from servekit.catalog.listing import PAGE_SIZE, Listing, Query
+from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
+
+STYLESHEET = "catalog.css"
+
+# The pages' Content-Security-Policy, also in a <meta> tag so the static export carries
+# it: no script source at all, styles and images from the page's own origin only.
+PAGE_POLICY = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'"
+)
 
 
-def _environment() -> Environment:
-    return Environment(
+@cache
+def environment() -> Environment:
+    """The one Jinja environment: autoescaping on, undefined names are errors."""
+    env = Environment(
         loader=PackageLoader("servekit.catalog", "templates"),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
     )
+    env.globals["query_string"] = query_string
+    env.globals["Query"] = Query
+    env.globals["page_policy"] = PAGE_POLICY
+    return env
 
 
-def load_cards(packages_dir: Path) -> list[Card]:
-    """Cards for every package directory under ``packages_dir`` (sorted by id)."""
-    dirs = sorted(p.parent for p in packages_dir.glob("*/package.yaml"))
-    if not dirs:
-        raise UsageError(
-            f"no package.yaml under {packages_dir}/*/",
-            hint="pass the directory that holds one folder per package",
-        )
-    cards: list[Card] = []
-    seen: dict[tuple[str, str], Path] = {}
-    for directory in dirs:
-        loaded = load_package(directory)
-        _refuse_duplicate(seen, loaded.package.id, loaded.package.version, directory)
-        cards.append(build_card(loaded, check(loaded)))
-    return sorted(cards, key=lambda c: c.id)
+def query_string(query: Query, **changes: object) -> str:
+    values = query.model_copy(update=changes).model_dump()
+    kept = {k: v for k, v in values.items() if v and not (k == "page" and v == 1)}
+    return "?" + urlencode(kept) if kept else ""
 
 
-def _refuse_duplicate(
-    seen: dict[tuple[str, str], Path], package_id: str, version: str, directory: Path
-) -> None:
-    """One catalog holds each id and version once: two would share a page and a kit name."""
-    first = seen.setdefault((package_id, version), directory)
-    if first != directory:
-        raise PackageError(
-            f"{first} and {directory} are both {package_id} {version}",
-            hint="give one of them a new version (or id); a catalog lists each version once",
-        )
+def stylesheet() -> bytes:
+    return files("servekit.catalog").joinpath("static", STYLESHEET).read_bytes()
 
 
-def render_page(card: Card) -> str:
-    return _environment().get_template("catalog/package.html").render(card=card)
+def render_index(listing: Listing, links: Links, *, live: bool) -> str:
+    """The catalog page; ``live`` adds the filter form (a static site cannot filter)."""
+    template = environment().get_template("catalog/index.html")
+    return template.render(listing=listing, links=links, live=live)
 
 
-def render_index(cards: Iterable[Card]) -> str:
-    return _environment().get_template("catalog/index.html").render(cards=list(cards))
+def render_package(page: PackagePage, links: Links, *, live: bool) -> str:
+    template = environment().get_template("catalog/package.html")
+    return template.render(page=page, card=page.card, pkg=page.package, links=links, live=live)
 
 
-def export_site(cards: list[Card], out: Path) -> list[Path]:
-    """Write ``index.html`` and ``<id>-<version>.html`` pages; returns the files written."""
+class StaticLinks:
+    """Links between the files of the static export, all relative to its root."""
+
+    def index(self, query: Query) -> str:
+        return "index.html" if query.page == 1 else f"page-{query.page}.html"
+
+    def package(self, card: Card) -> str:
+        return f"{card.id}-{card.version}.html"
+
+    def file(self, card: Card, path: str) -> str:
+        return f"files/{card.id}-{card.version}/{path}"
+
+    def chart(self, card: Card) -> str:
+        return f"{card.id}-{card.version}.svg"
+
+    def asset(self, name: str) -> str:
+        return name
+
+
+def _export_entry(catalog: Catalog, entry: Entry, links: StaticLinks, out: Path) -> Path:
+    card = entry.card
+    page = out / links.package(card)
+    page.write_text(render_package(package_page(catalog, entry), links, live=False), "utf-8")
+    (out / links.chart(card)).write_bytes(render_chart(card.figures))
+    for rel in sorted(entry.public_files()):
+        target = out / links.file(card, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(entry.loaded.path(rel), target)
+    return page
+
+
+def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> list[Path]:
+    """Write the static catalog under ``out``; returns the HTML pages written, index first."""
+    links = StaticLinks()
+    # 1. the stylesheet
     out.mkdir(parents=True, exist_ok=True)
-    written = [out / "index.html"]
-    written[0].write_text(render_index(cards), encoding="utf-8")
-    for card in cards:
-        page = out / f"{card.id}-{card.version}.html"
-        page.write_text(render_page(card), encoding="utf-8")
-        written.append(page)
+    (out / STYLESHEET).write_bytes(stylesheet())
+    # 2. the index pages
+    written: list[Path] = []
+    first = listing_of(catalog, Query(), page_size)
+    for number in range(1, first.pages + 1):
+        listing = listing_of(catalog, Query(page=number), page_size)
+        path = out / links.index(listing.query)
+        path.write_text(render_index(listing, links, live=False), "utf-8")
+        written.append(path)
+    # 3. the package pages, charts and linked files
+    written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
     return written

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from servekit.catalog import Card, build_card, export_site, load_cards
+from servekit.catalog import Card, build_card, export_site, load_catalog
 from servekit.cli.output import print_json, stdout
 from servekit.package import check, load_package
 
@@ -52,6 +52,6 @@ def export_command(
     packages: Path = typer.Argument(..., help="Directory with one folder per package."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write the HTML pages into."),
 ) -> None:
-    """Write the static catalog (index.html and one page per package version)."""
-    written = export_site(load_cards(packages), out)
+    """Write the static catalog: index pages, one page and chart per package version, evidence."""
+    written = export_site(load_catalog(packages), out)
     stdout.print(f"wrote {len(written)} pages to {out}")

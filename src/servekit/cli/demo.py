@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from servekit.catalog import build_card, export_site
+from servekit.catalog import Catalog, Entry, build_card, export_site
 from servekit.cli.output import stdout
 from servekit.cli.package import render_report
 from servekit.config import load_settings
@@ -49,13 +49,13 @@ def demo(
     """Check every example package, build and verify its signed kit, export the catalog."""
     dirs = _package_dirs(examples or load_settings().examples_dir)
     private, public = _fresh_keys(out)
-    trust, cards, failed = load_trust_store(public), [], 0
+    trust, entries, failed = load_trust_store(public), [], 0
     for directory in dirs:
         stdout.rule(escape(str(directory)))
         loaded = load_package(directory)
         report = check(loaded)
         render_report(report)
-        cards.append(build_card(loaded, report))
+        entries.append(Entry(loaded=loaded, card=build_card(loaded, report)))
         if not report.ok:
             failed += 1
             continue
@@ -68,8 +68,8 @@ def demo(
             f"[green]✓[/] kit {escape(str(kit_path))}: {result.files} files, "
             f"{len(kit.archive):,} bytes, signature and manifest verified"
         )
-    pages = export_site(cards, out / "catalog")
+    pages = export_site(Catalog(entries), out / "catalog")
     stdout.rule()
-    stdout.print(f"catalog: {escape(str(pages[0]))} ({len(pages) - 1} package pages)")
+    stdout.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
     if failed:
         raise typer.Exit(code=4)

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 import servekit.cli.feed as feed_cli
 from servekit import __version__, progress
-from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, sim, verify
+from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, serve, sim, verify
 from servekit.cli.output import stderr
 from servekit.config import load_settings
 from servekit.errors import Error
@@ -42,6 +42,7 @@ app.add_typer(sim.app, name="sim")
 app.add_typer(feed_cli.app, name="feed")
 app.command("demo")(demo.demo)
 app.command("fit")(fit.fit)
+app.command("serve")(serve.serve)
 
 _state = {"verbose": False}
 

@@ -1,0 +1,263 @@
+"""Catalog web app under load, beside a plain static file server of the same pages.
+
+    apt-get install -y wrk
+    .venv/bin/python bench/web_load.py [--packages 1000] [--clients 16] [--seconds 10]
+
+Steps:
+  1. generate N package versions: copies of the three examples under new ids, named and
+     filed under four GPU labels so filters and pages have something to cut (the figures,
+     and so each chart, repeat per example: 3 distinct charts);
+  2. publish them into a fresh SERVEKIT_HOME (load, check every claim, copy);
+  3. export the static catalog of the same versions (timed; the figure the issue targets);
+  4. serve the live app (uvicorn, 1 worker) and the export (``python -m http.server``),
+     each in its own process on a loopback port;
+  5. wrk (Debian package ``wrk``) holds 16 connections and fetches the catalog page
+     (cycling through its pages) and package pages (cycling through versions) from each
+     server; print p50, p99, req/s and the live/static ratio.
+
+Everything runs on one machine: the clients share the CPU with the server they measure,
+so compare the ratio, not the absolute rates, across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+from servekit.catalog import Catalog, Query, export_site, package_page, render_index, render_package
+from servekit.catalog.listing import PAGE_SIZE
+from servekit.catalog.pages import listing_of, package_dirs
+from servekit.catalog.publish import load_published, publish
+from servekit.catalog.site import StaticLinks
+from servekit.web.links import LiveLinks
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "packages"
+GPUS = ("B300", "H200", "H100", "MI355X")
+
+
+def generate(count: int, out: Path) -> list[Path]:
+    """``count`` package directories, copies of the examples with new ids and names."""
+    templates = package_dirs(EXAMPLES)
+    dirs = []
+    for i in range(count):
+        source = templates[i % len(templates)]
+        target = out / f"gen-{i:04d}"
+        shutil.copytree(source, target)
+        path = target / "package.yaml"
+        data = yaml.safe_load(path.read_text())
+        data["id"] = f"gen-{i:04d}-{data['id']}"
+        data["name"] = f"{data['name']} #{i} ({GPUS[i % len(GPUS)]} listing)"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        dirs.append(target)
+    return dirs
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def server(name: str, args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    port = _free_port()
+    argv = [a.replace("{port}", str(port)) for a in args]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        deadline = started + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/", timeout=300).read()
+                print(f"{name}: first page {time.monotonic() - started:.1f} s after start")
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+WRK_SCRIPT = """
+local paths = {}
+for line in io.lines(os.getenv("WRK_PATHS")) do paths[#paths + 1] = line end
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", paths[(i % #paths) + 1])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %f %f %f %d %d\\n", latency:percentile(50) / 1000,
+    latency:percentile(99) / 1000, summary.requests / (summary.duration / 1e6),
+    summary.requests, e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+
+
+def measure(
+    base: str, paths: list[str], clients: int, seconds: int, work: Path
+) -> dict[str, float]:
+    """wrk with ``clients`` connections on one thread, cycling through ``paths``."""
+    (work / "paths.txt").write_text("\n".join(paths) + "\n")
+    (work / "cycle.lua").write_text(WRK_SCRIPT)
+    env = {**os.environ, "WRK_PATHS": str(work / "paths.txt")}
+    argv = ["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--timeout", "10s"]
+    argv += ["-s", str(work / "cycle.lua"), base]
+    warmup = [a if not a.startswith("-d") else "-d2s" for a in argv]
+    subprocess.run(warmup, env=env, check=True, capture_output=True)
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    fields = next(line for line in out.splitlines() if line.startswith("RESULT")).split()[1:]
+    p50, p99, rps, count, errors = (float(x) for x in fields)
+    return {"p50": p50, "p99": p99, "rps": rps, "requests": count, "errors": errors}
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like the live server
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in two writes: without this, delayed ACKs add 40 ms
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def serve_static(directory: str, port: int) -> None:
+    """``http.server`` with keep-alive and a listen backlog that holds 16 clients."""
+    handler = functools.partial(_Handler, directory=directory)
+    http.server.ThreadingHTTPServer.request_queue_size = 128
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+        httpd.serve_forever()
+
+
+def print_render_cost(catalog: Catalog) -> None:
+    """What a page costs when the page cache misses: render in this process, no HTTP."""
+    links, entries = LiveLinks(), catalog.entries[:: max(1, len(catalog.entries) // 50)]
+    t0 = time.perf_counter()
+    for n, _ in enumerate(entries):
+        render_index(listing_of(catalog, Query(page=n % 40 + 1), PAGE_SIZE), links, live=True)
+    index_ms = (time.perf_counter() - t0) / len(entries) * 1000
+    t0 = time.perf_counter()
+    for entry in entries:
+        render_package(package_page(catalog, entry), links, live=True)
+    package_ms = (time.perf_counter() - t0) / len(entries) * 1000
+    print(
+        f"render on a cache miss: catalog page {index_ms:.1f} ms, package page {package_ms:.1f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--packages", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=int, default=10, help="Measured seconds per row.")
+    parser.add_argument("--serve-static", nargs=2, metavar=("DIR", "PORT"), help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.serve_static:
+        serve_static(opts.serve_static[0], int(opts.serve_static[1]))
+        return
+    work = Path(tempfile.mkdtemp(prefix="servekit-web-load-"))
+    try:
+        run(opts, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(opts: argparse.Namespace, work: Path) -> None:
+    print(f"cpus {os.cpu_count()}, load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # 1-2. generate and publish
+    dirs = generate(opts.packages, work / "packages")
+    t0 = time.perf_counter()
+    publish(dirs, work / "home")
+    print(f"publish {opts.packages} versions (load, check, copy): {time.perf_counter() - t0:.1f} s")
+    catalog = load_published(work / "home")
+    # 3. the static export (a fresh process: each distinct chart is drawn once, then cached)
+    t0 = time.perf_counter()
+    pages = export_site(catalog, work / "site")
+    export_s = time.perf_counter() - t0
+    print(
+        f"static export of {len(catalog.entries)} versions ({len(pages)} pages): {export_s:.2f} s"
+    )
+    print_render_cost(catalog)
+    # 4-5. serve both, load both
+    links = StaticLinks()
+    n_pages = -(-len(catalog.entries) // PAGE_SIZE)
+    index_pages = [Query(page=n) for n in range(1, n_pages + 1)]
+    cases = {
+        "catalog": (
+            [("/" if q.page == 1 else f"/?page={q.page}") for q in index_pages],
+            ["/" + links.index(q) for q in index_pages],
+        ),
+        "package": (
+            [f"/packages/{e.card.id}/{e.card.version}" for e in catalog.entries],
+            ["/" + links.package(e.card) for e in catalog.entries],
+        ),
+    }
+    env = {**os.environ, "SERVEKIT_HOME": str(work / "home")}
+    live_cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "servekit.web.app:create_app",
+        "--port",
+        "{port}",
+        "--log-level",
+        "warning",
+        "--no-server-header",
+    ]
+    static_cmd = [
+        sys.executable,
+        "-m",
+        "http.server",
+        "{port}",
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        str(work / "site"),
+    ]
+    results: dict[tuple[str, str], dict[str, float]] = {}
+    with server("live", live_cmd, env) as live, server("static", static_cmd) as static:
+        for case, (live_paths, static_paths) in cases.items():
+            results[("live", case)] = measure(live, live_paths, opts.clients, opts.seconds, work)
+            results[("static", case)] = measure(
+                static, static_paths, opts.clients, opts.seconds, work
+            )
+    print(f"\n{opts.clients} connections (wrk, 1 thread), {opts.seconds} s per row, loopback")
+    print(
+        f"{'page':8} {'server':7} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'errors':>7} {'live/static':>12}"
+    )
+    for case in cases:
+        for side in ("live", "static"):
+            r = results[(side, case)]
+            ratio = r["rps"] / results[("static", case)]["rps"]
+            print(
+                f"{case:8} {side:7} {r['p50']:8.1f} {r['p99']:8.1f} {r['rps']:8.0f} "
+                f"{r['errors']:7.0f} {ratio if side == 'live' else 1.0:12.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Typed contexts of the catalog pages, built from package definitions and their cards.
+
+A :class:`Catalog` holds every package version with its definition and card; the
+live web app and the static export both render from it, through the same templates. Where
+the pages link to (a server route or a file next to the page) is the :class:`Links` the
+caller passes, so the templates never spell a URL themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from servekit.catalog.cards import Card, build_card
+from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
+from servekit.errors import PackageError, UsageError
+from servekit.package.load import LoadedPackage, load_package
+from servekit.package.models import MeasurementStatus, Package, Workload
+from servekit.package.rules import check
+
+
+class Links(Protocol):
+    """Where the pages link to: a live server's routes or the static export's files."""
+
+    def index(self, query: Query) -> str: ...
+    def package(self, card: Card) -> str: ...
+    def file(self, card: Card, path: str) -> str: ...
+    def chart(self, card: Card) -> str: ...
+    def asset(self, name: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One package version: its definition and its card (which carries what the rules said)."""
+
+    loaded: LoadedPackage
+    card: Card
+
+    @property
+    def package(self) -> Package:
+        return self.loaded.package
+
+    def public_files(self) -> frozenset[str]:
+        """Package files a page may link to: evidence, licences and the build recipe."""
+        pkg = self.package
+        files = {r.file for r in pkg.measurements.runs}
+        files |= {c.evidence for c in pkg.accuracy.controls if c.evidence}
+        files |= {pkg.license.file, pkg.model.license.file}
+        if pkg.engine.build_recipe:
+            files.add(pkg.engine.build_recipe)
+        return frozenset(files)
+
+
+def load_entry(directory: Path) -> Entry:
+    loaded = load_package(directory)
+    return Entry(loaded=loaded, card=build_card(loaded, check(loaded)))
+
+
+@dataclass
+class Catalog:
+    """Every package version on show, sorted by id then version."""
+
+    entries: list[Entry]
+    _by_key: dict[tuple[str, str], Entry] = field(init=False)
+    facets: Facets = field(init=False)
+
+    def __post_init__(self) -> None:
+        _refuse_duplicates(self.entries)
+        self.entries.sort(key=lambda e: (e.card.id, _version_key(e.card.version)))
+        self._by_key = {(e.card.id, e.card.version): e for e in self.entries}
+        self.facets = facets(self.cards)
+
+    @property
+    def cards(self) -> list[Card]:
+        return [e.card for e in self.entries]
+
+    def get(self, package_id: str, version: str) -> Entry | None:
+        return self._by_key.get((package_id, version))
+
+    def versions(self, package_id: str) -> list[Entry]:
+        return [e for e in self.entries if e.card.id == package_id]
+
+
+def _refuse_duplicates(entries: list[Entry]) -> None:
+    """One catalog holds each id and version once: two would share a page and a kit name."""
+    seen: dict[tuple[str, str], Entry] = {}
+    for entry in entries:
+        first = seen.setdefault((entry.card.id, entry.card.version), entry)
+        if first is not entry:
+            raise PackageError(
+                f"{first.loaded.root} and {entry.loaded.root} are both "
+                f"{entry.card.id} {entry.card.version}",
+                hint="give one of them a new version (or id); a catalog lists each version once",
+            )
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    head = version.split("-")[0].split(".")[:3]
+    return tuple(int(p) for p in head if p.isdigit())
+
+
+def package_dirs(packages: Path) -> list[Path]:
+    """Every package directory directly under ``packages`` (those with a package.yaml)."""
+    return sorted(p.parent for p in packages.glob("*/package.yaml"))
+
+
+def load_catalog(packages_dir: Path) -> Catalog:
+    """Load, check and card every package directory under ``packages_dir``."""
+    dirs = package_dirs(packages_dir)
+    if not dirs:
+        raise UsageError(
+            f"no package.yaml under {packages_dir}/*/",
+            hint="pass the directory that holds one folder per package",
+        )
+    return Catalog([load_entry(d) for d in dirs])
+
+
+# --- the package page -------------------------------------------------------------------
+
+
+class FigureRow(BaseModel):
+    """A figure on the package page, with the workload it was measured on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    figure_id: str
+    workload: Workload | None
+    computed: str
+
+
+class VersionRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    card: Card
+    current: bool
+    changes: tuple[str, ...]
+
+
+class PackagePage(BaseModel):
+    """Everything the package page shows, read from one package definition."""
+
+    model_config = ConfigDict(frozen=True)
+
+    card: Card
+    package: Package
+    rows: dict[str, FigureRow]
+    kit_contains: tuple[str, ...]
+    kit_excludes: tuple[str, ...]
+    history: tuple[VersionRow, ...]
+    verify_commands: tuple[str, ...]
+
+
+def _computed(entry: Entry, figure_id: str) -> str:
+    fig = entry.package.figure(figure_id)
+    if fig is None:
+        return ""
+    if fig.source is not None and not fig.runs:
+        return f"as published by {fig.source.name}; servekit has no raw records to recompute it"
+    runs = ", ".join(fig.runs)
+    stat = fig.statistic.value
+    return (
+        f"{stat} of {fig.metric.value} over the measured requests at concurrency "
+        f"{fig.concurrency} in run {runs}, recomputed from the raw records and rounded to "
+        f"{fig.decimals} decimals; replicate runs must agree within "
+        f"{entry.package.measurements.tolerance_pct:g} %"
+    )
+
+
+def _rows(entry: Entry) -> dict[str, FigureRow]:
+    pkg = entry.package
+    rows = {}
+    for fig in pkg.published_figures:
+        workload_id = fig.measured_on.workload if fig.measured_on else None
+        if workload_id is None and fig.runs:
+            run = pkg.run(fig.runs[0])
+            workload_id = run.workload if run else None
+        workload = pkg.workload(workload_id) if workload_id else None
+        rows[fig.id] = FigureRow(
+            figure_id=fig.id, workload=workload, computed=_computed(entry, fig.id)
+        )
+    return rows
+
+
+def _kit(pkg: Package) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    contains = [
+        "the serve command and environment, flag for flag, in Docker Compose, Kubernetes "
+        "and a plain launch script",
+        "the package definition and every raw evidence file it names",
+        "the package licence, the base model licence and its notice",
+        "a receipt signed with Ed25519 over the kit's manifest",
+    ]
+    if pkg.engine.build_recipe:
+        contains.append(f"the engine build recipe ({pkg.engine.build_recipe})")
+    excludes = [
+        f"the model weights ({pkg.model.total_bytes / 1e9:,.1f} GB in {pkg.model.shard_count} "
+        f"files): your node pulls them from huggingface.co/{pkg.model.repo} at the pinned commit"
+    ]
+    if not pkg.engine.binary_ships:
+        excludes.append(f"the engine binary: build it from the recipe ({pkg.engine.name})")
+    return tuple(contains), tuple(excludes)
+
+
+def _changes(pkg: Package) -> tuple[str, ...]:
+    return tuple(
+        f"{f.label} at concurrency {f.concurrency}: {f.status.state.value} on "
+        f"{f.status.date}: {f.status.reason}"
+        for f in pkg.measurements.figures
+        if f.status.state is not MeasurementStatus.CURRENT
+    )
+
+
+def _verify_commands(card: Card) -> tuple[str, ...]:
+    kit = f"{card.id}-{card.version}.tar.gz"
+    return (
+        f"servekit verify kit {kit} --trust publisher.pub",
+        f"mkdir kit && tar -xzf {kit} -C kit",
+        f"servekit verify weights /path/to/weights --kit {kit}",
+    )
+
+
+def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
+    contains, excludes = _kit(entry.package)
+    history = tuple(
+        VersionRow(card=e.card, current=e is entry, changes=_changes(e.package))
+        for e in reversed(catalog.versions(entry.card.id))
+    )
+    return PackagePage(
+        card=entry.card,
+        package=entry.package,
+        rows=_rows(entry),
+        kit_contains=contains,
+        kit_excludes=excludes,
+        history=history,
+        verify_commands=_verify_commands(entry.card),
+    )
+
+
+def listing_of(catalog: Catalog, query: Query, page_size: int) -> Listing:
+    return list_cards(catalog.cards, query, all_facets=catalog.facets, page_size=page_size)

@@ -1,0 +1,69 @@
+"""``servekit serve``: the catalog web app, run by uvicorn in the foreground."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from servekit.cli.output import stderr, stdout
+from servekit.config import load_settings
+from servekit.errors import ServeError
+from servekit.web.home import Home, prepare_home
+from servekit.web.server import APP_FACTORY, SERVER_OPTIONS
+
+
+def _check_address(host: str, port: int) -> None:
+    """Fail with a servekit error (not a uvicorn traceback) when the port is taken."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ServeError(
+                f"cannot listen on {host}:{port}: {exc.strerror}",
+                hint="stop whatever uses that port, or pass --port",
+            ) from exc
+
+
+def _announce(home: Home, url: str) -> None:
+    if home.key_created:
+        stderr.print(
+            f"[bold red]WARNING:[/] created a DEVELOPMENT publisher key in "
+            f"{escape(str(home.key_dir))}. It is for development only: never sign a kit "
+            "you sell with it."
+        )
+    for entry in home.published:
+        ok = "ok" if entry.card.checks_pass else "claims refused"
+        stdout.print(f"published {escape(entry.card.id)} {escape(entry.card.version)} ({ok})")
+    stdout.print(f"catalog:  [bold]{url}[/]")
+    stdout.print(f"state:    {escape(str(home.root.resolve()))} (published packages, keys)")
+    stdout.print(f"key:      {escape(str(home.key_dir.resolve()))} (development only)")
+    stdout.print("stop:     press Ctrl-C")
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
+    packages: Path | None = typer.Option(
+        None, help="Publish every package under DIR first (default: SERVEKIT_EXAMPLES_DIR)."
+    ),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (they share the home)."),
+) -> None:
+    """Serve the catalog web app in the foreground (state in SERVEKIT_HOME; Ctrl-C stops it)."""
+    settings = load_settings()
+    _check_address(host, port)
+    home = prepare_home(settings.home, packages or settings.examples_dir)
+    _announce(home, f"http://{host}:{port}/")
+    import uvicorn  # here, not at the top: every other command starts without it
+
+    uvicorn.run(
+        APP_FACTORY,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        **SERVER_OPTIONS,
+    )

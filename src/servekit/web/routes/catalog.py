@@ -1,0 +1,93 @@
+"""The catalog and package pages, their charts and the files their figures link to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+from servekit.catalog import Catalog, Entry, package_page, render_index, render_package
+from servekit.catalog import Query as CatalogQuery
+from servekit.catalog.chart import render_chart
+from servekit.catalog.listing import PAGE_SIZE
+from servekit.catalog.pages import listing_of
+from servekit.catalog.publish import CatalogSource
+from servekit.errors import NotFoundError
+from servekit.web.cache import PageCache
+from servekit.web.links import LiveLinks
+
+router = APIRouter()
+LINKS = LiveLinks()
+
+
+def _catalog(request: Request) -> Catalog:
+    source: CatalogSource = request.app.state.catalog
+    return source.current()
+
+
+def _page(
+    request: Request, catalog: Catalog, key: tuple[object, ...], render: Callable[[], str]
+) -> HTMLResponse:
+    cache: PageCache = request.app.state.pages
+    return HTMLResponse(cache.get(catalog, key, render))
+
+
+def _entry(request: Request, package_id: str, version: str) -> Entry:
+    entry = _catalog(request).get(package_id, version)
+    if entry is None:
+        raise NotFoundError(
+            f"no published package {package_id} {version}",
+            hint="the catalog page lists every published version",
+        )
+    return entry
+
+
+@router.get("/", response_class=HTMLResponse)
+def catalog_page(
+    request: Request,
+    gpu: str = "",
+    engine: str = "",
+    model: str = "",
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> HTMLResponse:
+    """The catalog: one card per published package version, filtered and paginated."""
+    query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
+    catalog = _catalog(request)
+
+    def render() -> str:
+        return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
+
+    return _page(request, catalog, ("index", query), render)
+
+
+@router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
+def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
+    """Everything about one package version, from its definition."""
+    entry = _entry(request, package_id, version)
+    catalog = _catalog(request)
+
+    def render() -> str:
+        return render_package(package_page(catalog, entry), LINKS, live=True)
+
+    return _page(request, catalog, ("package", package_id, version), render)
+
+
+@router.get("/packages/{package_id}/{version}/chart.svg")
+def chart(request: Request, package_id: str, version: str) -> Response:
+    """Latency and throughput against concurrency, drawn by matplotlib."""
+    entry = _entry(request, package_id, version)
+    return Response(render_chart(entry.card.figures), media_type="image/svg+xml")
+
+
+@router.get("/packages/{package_id}/{version}/files/{path:path}")
+def package_file(request: Request, package_id: str, version: str, path: str) -> FileResponse:
+    """A raw evidence file, licence or build recipe the page links to (nothing else)."""
+    entry = _entry(request, package_id, version)
+    if path not in entry.public_files():
+        raise NotFoundError(
+            f"{package_id} {version} links to no file {path}",
+            hint="follow a link on the package page",
+        )
+    return FileResponse(entry.loaded.path(path), media_type="text/plain; charset=utf-8")

@@ -1,0 +1,15 @@
+"""How the app is served: the factory's import path and uvicorn's options.
+
+Kept apart from :mod:`servekit.web.app` so `servekit serve` can name them without
+importing FastAPI before it needs to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+APP_FACTORY = "servekit.web.app:create_app"
+
+# For every way the app is served (`servekit serve`, the tests, bench/web_load.py):
+# no `server: uvicorn` banner, and only warnings in the log.
+SERVER_OPTIONS: dict[str, Any] = {"server_header": False, "log_level": "warning"}

@@ -1,0 +1,39 @@
+"""A real uvicorn server on a loopback port chosen by the kernel, in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+
+from servekit.config import Settings
+from servekit.web.app import create_app
+from servekit.web.server import SERVER_OPTIONS
+
+
+@contextmanager
+def serving(home: Path) -> Iterator[str]:
+    """Serve ``create_app`` for ``home`` on 127.0.0.1:<free port>; yields the base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(Settings(home=home)), **SERVER_OPTIONS)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

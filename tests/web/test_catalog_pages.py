@@ -1,0 +1,130 @@
+"""The live catalog and package pages, over HTTP from a real uvicorn server."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import httpx
+import pytest
+
+from servekit.web.security import CONTENT_SECURITY_POLICY
+
+
+class _Cards(HTMLParser):
+    """Collects (package id, version) of every card on a catalog page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cards: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "article" and values.get("class") == "card":
+            self.cards.append((values["data-package"] or "", values["data-version"] or ""))
+
+
+def cards_on(html: str) -> list[tuple[str, str]]:
+    parser = _Cards()
+    parser.feed(html)
+    return parser.cards
+
+
+def test_catalog_lists_every_published_version(base_url: str) -> None:
+    html = httpx.get(base_url + "/").text
+    assert cards_on(html) == [
+        ("kimi-k3-8xb300", "1.0.0"),
+        ("llama-850m-h200", "1.0.0"),
+        ("tiny-sim", "0.1.0"),
+    ]
+
+
+def test_k3_card_shows_its_reported_latency_at_concurrency_8_with_its_source(
+    base_url: str,
+) -> None:
+    html = httpx.get(base_url + "/", params={"gpu": "B300"}).text
+    assert cards_on(html) == [("kimi-k3-8xb300", "1.0.0")]
+    card = html[html.index('<article class="card"') : html.index("</article>")]
+    for figure, value in (("e2el-p50-c8", "18695 ms"), ("e2el-p99-c8", "18766 ms")):
+        block = card[card.index(f'data-figure="{figure}"') :]
+        block = block[: block.index("</div>\n</div>") if "</div>\n</div>" in block else None]
+        assert value in block and "concurrency 8" in block
+        assert "badge-reported" in block and "reported by RunInfra catalog" in block
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"engine": "transformers"}, ["llama-850m-h200"]),
+        ({"model": "moonshotai/Kimi-K3"}, ["kimi-k3-8xb300"]),
+        ({"gpu": "H200", "engine": "vllm"}, []),
+    ],
+)
+def test_filters(base_url: str, params: dict[str, str], expected: list[str]) -> None:
+    html = httpx.get(base_url + "/", params=params).text
+    assert [c[0] for c in cards_on(html)] == expected
+
+
+def test_package_page_shows_the_definition(base_url: str) -> None:
+    response = httpx.get(base_url + "/packages/kimi-k3-8xb300/1.0.0")
+    assert response.status_code == 200
+    html = response.text
+    for text in (
+        "175.4 GiB",  # the hardware floor, with its failed attempts
+        "8x B200",
+        "Accuracy gate: passed",
+        "not reported",
+        "Kimi K3 License",
+        "servekit verify kit kimi-k3-8xb300-1.0.0.tar.gz --trust publisher.pub",
+        "1,561,",  # model size in bytes
+        "/packages/kimi-k3-8xb300/1.0.0/chart.svg",
+    ):
+        assert text in html, text
+
+
+def test_measured_figure_links_to_its_raw_records(base_url: str) -> None:
+    html = httpx.get(base_url + "/packages/llama-850m-h200/1.0.0").text
+    href = html.split('href="/packages/llama-850m-h200/1.0.0/files/evidence/', 1)[1].split('"')[0]
+    records = httpx.get(base_url + "/packages/llama-850m-h200/1.0.0/files/evidence/" + href)
+    assert records.status_code == 200
+    assert records.headers["content-type"].startswith("text/plain")
+    assert '"concurrency"' in records.text.splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/packages/llama-850m-h200/1.0.0/files/package.yaml",  # exists, but no page links it
+        "/packages/llama-850m-h200/1.0.0/files/..%2F..%2FGENERATION",
+        "/packages/llama-850m-h200/9.9.9",
+        "/packages/nope/1.0.0/chart.svg",
+    ],
+)
+def test_unknown_things_are_404_with_an_escaped_page(base_url: str, path: str) -> None:
+    response = httpx.get(base_url + path)
+    assert response.status_code == 404
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
+def test_chart_is_svg_without_script(base_url: str) -> None:
+    response = httpx.get(base_url + "/packages/llama-850m-h200/1.0.0/chart.svg")
+    assert response.headers["content-type"] == "image/svg+xml"
+    svg = response.text
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "<script" not in svg and "concurrency" in svg and "Throughput" in svg
+
+
+@pytest.mark.parametrize("path", ["/", "/packages/tiny-sim/0.1.0", "/static/catalog.css"])
+def test_secure_headers(base_url: str, path: str) -> None:
+    headers = httpx.get(base_url + path).headers
+    csp = headers["content-security-policy"]
+    assert "unsafe-inline" not in csp and "script-src" not in csp  # default-src 'none'
+    assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert "server" not in headers or "uvicorn" not in headers["server"]
+
+
+def test_bad_page_number_is_refused(base_url: str) -> None:
+    assert httpx.get(base_url + "/", params={"page": "0"}).status_code == 422
+    last = httpx.get(base_url + "/", params={"page": "99"}).text
+    assert len(cards_on(last)) == 3  # clamped to the last page
