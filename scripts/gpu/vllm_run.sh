@@ -2,7 +2,7 @@
 # The last device run of the vLLM route (docs/gpu-run.md, "vLLM on the H200"), after
 # scripts/gpu/vllm_stage.sh has put parts 0..N-2 outside the checkout on the same warm machine:
 #   1. stage the last part, check every part's and the bundle's sha256, assemble, extract
-#   2. install servekit from this checkout next to vLLM; record hardware and engine build
+#   2. put servekit (this checkout's src/) on the path next to vLLM; record hardware and engine build
 #   3. convert the GGUF to a bf16 checkpoint (scripts/gpu/convert_gguf.py) and digest it
 #   4. for each configuration (stock: vLLM's defaults; tuned: TUNED_ARGS): start vLLM in its
 #      own session, wait for /health while checking the process is alive, run
@@ -47,9 +47,8 @@ cat $(for i in $(seq 0 $((parts - 1))); do echo "$STAGE/bundle.part$i"; done) > 
 tar -C "$WORK" -xJf "$WORK/bundle.tar.xz" && rm "$WORK/bundle.tar.xz" || die "extract"
 log "extracted: $(du -sh "$WORK/site" | cut -f1)"
 
-log "2. install servekit; facts"
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$WORK/site" . 2>&1 | tail -2
-export PYTHONPATH=$WORK/site${PYTHONPATH:+:$PYTHONPATH}
+log "2. servekit from this checkout; facts"
+export PYTHONPATH=$PWD/src:$WORK/site${PYTHONPATH:+:$PYTHONPATH}
 SK=(python3 -m servekit.cli.main --quiet)
 (cd scripts/gpu && python3 vllm_facts.py) > "$WORK/facts-engine.json" || die "facts"
 cat "$WORK/facts-engine.json" >> "$OUT/log.txt"
