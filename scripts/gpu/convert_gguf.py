@@ -33,7 +33,6 @@ def convert(gguf: Path, out: Path) -> dict[str, str]:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         delattr(config, "quantization_config")
-    config.torch_dtype = torch.bfloat16
     model = LlamaForCausalLM(config).to(torch.bfloat16)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     # The output head is tied to the embeddings in SmolLM2; anything else missing is a bug.

@@ -75,9 +75,14 @@ serve() {  # serve LABEL ARGS...: start vLLM in its own session, wait for /healt
   local label=$1; shift
   log "serve $label: vllm serve MODEL --served-model-name $NAME --host 127.0.0.1 --port $PORT $*"
   echo "===== $label: $* =====" >> "$OUT/serve.log"
-  setsid python3 -m vllm.entrypoints.cli.main serve "$WORK/$NAME" --served-model-name "$NAME" \
+  rm -f "$WORK/engine.pid"
+  # The session leader writes its pid, which is also the process group to stop.
+  # shellcheck disable=SC2016
+  setsid bash -c 'echo $$ > "$0"; exec "$@"' "$WORK/engine.pid" \
+    python3 -m vllm.entrypoints.cli.main serve "$WORK/$NAME" --served-model-name "$NAME" \
     --host 127.0.0.1 --port "$PORT" "$@" >> "$OUT/serve.log" 2>&1 < /dev/null &
-  PID=$!
+  for _ in $(seq 50); do [ -s "$WORK/engine.pid" ] && break; sleep 0.1; done
+  PID=$(cat "$WORK/engine.pid")
   local t=$(date +%s)
   while kill -0 "$PID" 2> /dev/null; do
     if curl -sf -o /dev/null "http://127.0.0.1:$PORT/health"; then
