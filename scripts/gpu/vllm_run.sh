@@ -5,11 +5,14 @@
 #   2. put servekit (this checkout's src/) on the path next to vLLM; record hardware and engine build
 #   3. convert the GGUF to a bf16 checkpoint (scripts/gpu/convert_gguf.py) and digest it
 #   4. for each configuration (stock: vLLM's defaults; tuned: TUNED_ARGS): start vLLM in its
-#      own session, wait for /health while checking the process is alive, run
-#      `servekit bench run` (RUNS runs of GRID), stop the engine by its process group
-#   5. the accuracy check (scripts/gpu/accuracy.py): served by the last engine, then in
-#      transformers on the same GPU
-# Everything lands in $OUT, at most 8 files (the device tool returns no more). Each step
+#      own session, wait for /health while checking the process is alive, run one warm pass
+#      (WARM, its own seed, never published), then `servekit bench run` RUNS times for each
+#      grid (GRID_C1: concurrency 1; GRID_LOAD: 8, 32, 128 with more requests, so that each
+#      point is measured over more than a few batches), and stop the engine by its process group
+#   5. if ACCURACY=1, the accuracy check (scripts/gpu/accuracy.py): served by the last
+#      engine, then in transformers on the same GPU
+# $OUT gets log.txt, serve.log, facts.json, accuracy.json and evidence.tar.gz (every bench
+# file, packed after each configuration: the device tool returns at most 8 files). Each step
 # checks the time left against BUDGET seconds so the run ends before the tool's limit.
 set -uo pipefail
 : "${OUT:?set OUT to the output directory}"
@@ -20,7 +23,11 @@ NAME=smollm2-135m
 BUDGET=${BUDGET:-560}
 RUNS=${RUNS:-2}
 SEED=${SEED:-20261201}
-GRID=${GRID:---input-tokens 450:500 --output-tokens 64 --concurrency 1,8,32,128 --requests 128 --warmup 16}
+COMMON=${COMMON:---input-tokens 450:500 --output-tokens 64 --warmup 16}
+WARM=${WARM:---concurrency 1,8,32,128 --requests 128}
+GRID_C1=${GRID_C1:---concurrency 1 --requests 64}
+GRID_LOAD=${GRID_LOAD:---concurrency 8,32,128 --requests 256}
+ACCURACY=${ACCURACY:-1}
 TUNED_ARGS=${TUNED_ARGS:---max-num-seqs 128 --max-num-batched-tokens 32768}
 CONFIGS=${CONFIGS:-stock tuned}
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
@@ -41,7 +48,7 @@ for i in $(seq 0 $((parts - 1))); do
   [ -f "$STAGE/bundle.part$i" ] || die "part $i is not on this machine (a fresh machine? run vllm_stage.sh first)"
 done
 (cd "$STAGE" && grep 'bundle.part' SHA256SUMS | sha256sum -c --quiet -) || die "a part's sha256 differs"
-rm -rf "$WORK" && mkdir -p "$WORK"
+rm -rf "$WORK" && mkdir -p "$WORK/ev"
 cat $(for i in $(seq 0 $((parts - 1))); do echo "$STAGE/bundle.part$i"; done) > "$WORK/bundle.tar.xz"
 (cd "$WORK" && grep ' bundle.tar.xz' "$STAGE/SHA256SUMS" | sha256sum -c --quiet -) || die "bundle sha256 differs"
 tar -C "$WORK" -xJf "$WORK/bundle.tar.xz" && rm "$WORK/bundle.tar.xz" || die "extract"
@@ -102,23 +109,35 @@ stop() {  # stop the engine's whole process group
 }
 trap stop EXIT
 
+bench() {  # bench DIR RUNS SEED GRID...: one `servekit bench run` into $WORK/ev/DIR
+  local dir=$1 runs=$2 seed=$3; shift 3
+  local limit=$(($(left) - 40))
+  [ "$limit" -gt 20 ] || { log "skip bench $dir: $(left) s left"; return 1; }
+  log "4. bench $dir ($runs runs, at most $limit s): $*"
+  # shellcheck disable=SC2086
+  timeout "$limit" "${SK[@]}" bench run --endpoint "http://127.0.0.1:$PORT" --model "$NAME" \
+    --api completions $COMMON "$@" --seed "$seed" --runs "$runs" --gpus 1 \
+    --tokenizer "$WORK/$NAME" --timeout 120 --out "$WORK/ev/$dir" 2>&1 | tail -14 | tee -a "$OUT/log.txt"
+}
+
 for config in $CONFIGS; do
   [ "$(left)" -gt 150 ] || { log "skip $config: $(left) s left"; continue; }
   args=""; [ "$config" = tuned ] && args=$TUNED_ARGS
   # shellcheck disable=SC2086
   serve "$config" $args || { stop; continue; }
-  limit=$(($(left) - 40))
-  [ "$limit" -gt 30 ] || { log "skip bench $config: $(left) s left"; stop; continue; }
-  log "4. bench $config ($RUNS runs, at most $limit s)"
   # shellcheck disable=SC2086
-  timeout "$limit" "${SK[@]}" bench run --endpoint "http://127.0.0.1:$PORT" --model "$NAME" \
-    --api completions $GRID --seed "$SEED" --runs "$RUNS" --gpus 1 --tokenizer "$WORK/$NAME" \
-    --timeout 120 --out "$OUT/$config" 2>&1 | tail -40 | tee -a "$OUT/log.txt"
+  bench "$config/warm" 1 $((SEED - 1)) $WARM
+  # shellcheck disable=SC2086
+  bench "$config/c1" "$RUNS" "$SEED" $GRID_C1
+  # shellcheck disable=SC2086
+  bench "$config/load" "$RUNS" "$SEED" $GRID_LOAD
+  tar -C "$WORK/ev" -czf "$OUT/evidence.tar.gz" .
   log "bench $config done"
   if [ "$config" != "$(echo $CONFIGS | awk '{print $NF}')" ]; then stop; fi
 done
 
-log "5. accuracy"
+log "5. accuracy (ACCURACY=$ACCURACY)"
+[ "$ACCURACY" = 1 ] || { stop; log "done"; exit 0; }
 if [ -n "$PID" ] && [ "$(left)" -gt 40 ]; then
   timeout 60 python3 scripts/gpu/accuracy.py served --endpoint "http://127.0.0.1:$PORT" --model "$NAME" > "$WORK/acc-served.json" || log "served accuracy failed"
 fi
