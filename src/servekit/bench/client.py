@@ -51,6 +51,7 @@ class Trace:
 
     spec: RequestSpec
     state: StreamState
+    seq: int = 0
     t_start: float = 0.0
     t_send: float = 0.0
     t_end: float | None = None
@@ -102,6 +103,11 @@ class BenchClient:
             headers={"User-Agent": _HEADERS["User-Agent"]},
             timeout=httpx.Timeout(connect=30.0, read=timeout_s, write=timeout_s, pool=timeout_s),
         )
+        self.sent = 0  # requests begun since the last reset: each trace's send order
+
+    def reset_count(self) -> None:
+        """Start counting sends afresh (after the probes, before a run's first request)."""
+        self.sent = 0
 
     async def __aenter__(self) -> BenchClient:
         return self
@@ -117,7 +123,8 @@ class BenchClient:
         was handed to the kernel, so the client's own queueing under load is not charged
         to the server's TTFT.
         """
-        trace = Trace(spec=spec, state=StreamState(chat=self.api is Api.CHAT))
+        trace = Trace(spec=spec, state=StreamState(chat=self.api is Api.CHAT), seq=self.sent)
+        self.sent += 1
         trace.t_start = time.perf_counter() - t0
         exchange = await self.streams.post(self.path, spec.body, trace.state, t0)
         trace.status, trace.t_end = exchange.status, exchange.t_end

@@ -26,7 +26,7 @@ from typing import Any
 
 from servekit import __version__
 from servekit.errors import BenchError
-from servekit.package.evidence import RequestRecord, RunHeader
+from servekit.package.evidence import FORMAT_V1, RequestRecord, RunHeader
 
 _REQUIRED = ("ttfts", "itls", "input_lens", "output_lens")
 ALWAYS_MISSING = (
@@ -124,6 +124,7 @@ def import_vllm(path: Path, *, run: str, gpus: int, concurrency: int | None = No
     records = tuple(_record(data, i, run, conc, t0) for i in range(len(data["ttfts"])))
     started, ended = _window(data)
     header = RunHeader(
+        format=FORMAT_V1,  # vLLM's result lacks what v2 adds (served models, serve config, ...)
         run=run,
         endpoint=str(data.get("base_url") or data.get("endpoint_type") or "unknown"),
         model=str(data.get("model_id") or "unknown"),

@@ -2,6 +2,7 @@
 
 Steps:
   1. ``GET /version``: the engine version, and whether it is servekit's simulator;
+     ``GET /v1/models``: the served model ids, and the engine that owns them;
   2. a small probe request asking for a fixed output length (``ignore_eos``,
      ``min_tokens``); on HTTP 400/422 it is retried once without them, and the run
      header says so;
@@ -32,6 +33,8 @@ _PROBE_OUTPUT = 2
 @dataclass(frozen=True)
 class EndpointInfo:
     engine_version: str | None
+    engine_name: str | None
+    served_models: tuple[str, ...] | None
     simulator: bool
     fixed_length: bool
     server_usage: bool
@@ -51,6 +54,37 @@ async def engine_version(http: httpx.AsyncClient) -> tuple[str | None, bool]:
     version = data.get("version")
     simulator = data.get("simulator") is True or data.get("engine") == ENGINE_NAME
     return (str(version) if version is not None else None), simulator
+
+
+async def _get_json(http: httpx.AsyncClient, path: str) -> Any:
+    try:
+        response = await http.get(path)
+        return response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+async def engine_name(http: httpx.AsyncClient) -> str | None:
+    """The engine's name: ``/version``'s ``engine``, else ``/v1/models``' ``owned_by``."""
+    version = await _get_json(http, "/version")
+    if isinstance(version, dict) and isinstance(version.get("engine"), str):
+        return str(version["engine"])
+    entries = _model_entries(await _get_json(http, "/v1/models"))
+    owners = {m["owned_by"] for m in entries if isinstance(m.get("owned_by"), str)}
+    return owners.pop() if len(owners) == 1 else None
+
+
+async def served_models(http: httpx.AsyncClient) -> tuple[str, ...] | None:
+    """Model ids ``/v1/models`` lists; None when it does not answer."""
+    data = await _get_json(http, "/v1/models")
+    if not isinstance(data, dict):
+        return None
+    return tuple(str(m["id"]) for m in _model_entries(data) if isinstance(m.get("id"), str))
+
+
+def _model_entries(data: Any) -> list[dict[str, Any]]:
+    entries = data.get("data") if isinstance(data, dict) else None
+    return [m for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
 
 
 class Prober:
@@ -143,4 +177,5 @@ async def probe_endpoint(client: BenchClient, model: str, factory: PromptFactory
             "counts are the client's own (usage_source: client)"
         )
     notes.append(f"prompt lengths in {factory.unit_name}, calibrated by {fit.source}")
-    return EndpointInfo(version, simulator, fixed, server_usage, fit, tuple(notes))
+    name, models = await engine_name(client.http), await served_models(client.http)
+    return EndpointInfo(version, name, models, simulator, fixed, server_usage, fit, tuple(notes))

@@ -18,6 +18,7 @@ import gc
 import random
 import socket
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,7 +36,13 @@ from servekit.bench.loop import LoopKind, resolve, run
 from servekit.bench.probe import EndpointInfo, probe_endpoint
 from servekit.bench.prompts import PromptFactory, count_completion
 from servekit.errors import BenchError
-from servekit.package.evidence import RequestRecord, RunHeader, dump_evidence
+from servekit.package.evidence import (
+    RequestRecord,
+    RunHeader,
+    ServeConfig,
+    WorkloadSpec,
+    dump_evidence,
+)
 from servekit.package.models import Api
 from servekit.progress import Tracker
 
@@ -62,6 +69,8 @@ class RunConfig(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0)
     tokenizer: Path | None = None
     simulator: bool = False
+    hardware: str | None = Field(default=None, description="e.g. '1x H200', for the header.")
+    serve: ServeConfig | None = None
     loop: LoopKind = LoopKind.AUTO
     force: bool = False
 
@@ -81,6 +90,18 @@ class RunConfig(BaseModel):
 
     def run_file(self, number: int) -> Path:
         return self.out / f"run-{number}.jsonl"
+
+    @property
+    def workload(self) -> WorkloadSpec:
+        return WorkloadSpec(
+            prompt_min=self.prompt_min,
+            prompt_max=self.prompt_max,
+            output_tokens=self.output_tokens,
+            concurrencies=self.concurrencies,
+            requests=self.requests,
+            warmup=self.warmup,
+            request_rate=self.request_rate,
+        )
 
 
 def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
@@ -120,6 +141,7 @@ async def _one_run(
     tracker: Tracker,
 ) -> str:
     run_id = f"run-{number}"
+    client.reset_count()
     t0, started = time.perf_counter(), dt.datetime.now(dt.UTC)
     traces: list[Trace] = []
     for concurrency in config.concurrencies:
@@ -128,6 +150,7 @@ async def _one_run(
     ended = started + dt.timedelta(seconds=time.perf_counter() - t0)
     records = [to_record(t, run_id, factory) for t in traces]
     header = _header(config, run_id, info, factory, records, (started, ended))
+    header = header.model_copy(update={"requests_sent": client.sent})
     return dump_evidence(header, records)
 
 
@@ -259,6 +282,8 @@ def to_record(trace: Trace, run_id: str, factory: PromptFactory) -> RequestRecor
         run=run_id,
         concurrency=spec.concurrency,
         warmup=spec.warmup,
+        seq=trace.seq,
+        content_parts=("text",),
         t_start=trace.t_start,
         t_send=trace.t_send,
         t_first_event=state.t_first_event,
@@ -292,10 +317,16 @@ def _header(
         )
     return RunHeader(
         run=run_id,
+        run_uid=uuid.uuid4().hex,
         endpoint=config.endpoint,
         model=config.model,
         api="chat" if config.api is Api.CHAT else "completions",
         engine_version=info.engine_version,
+        engine_name=info.engine_name,
+        served_models=info.served_models,
+        hardware=config.hardware,
+        workload=config.workload,
+        serve=config.serve,
         servekit_version=__version__,
         simulator=info.simulator or config.simulator,
         seed=config.seed,

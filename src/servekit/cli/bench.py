@@ -12,6 +12,7 @@ from rich.table import Table
 from servekit.bench.importers import import_vllm
 from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
+from servekit.bench.serveconf import serve_config
 from servekit.bench.summary import SummaryReport, parse_slos, summarize_path
 from servekit.cli.output import print_json, stderr, stdout
 from servekit.errors import UsageError
@@ -102,6 +103,17 @@ def run_command(
         None, help="tokenizer.json (or its directory) to size prompts; needs `tokenizers`."
     ),
     simulator: bool = typer.Option(False, help="Label the results as simulator results."),
+    hardware: str | None = typer.Option(
+        None, help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'."
+    ),
+    serve_command: str | None = typer.Option(
+        None, help="The engine's serve command line (with leading NAME=VALUE env), recorded."
+    ),
+    serve_config_file: Path | None = typer.Option(
+        None,
+        "--serve-config",
+        help="YAML/JSON {argv, env} or a package.yaml: the serve configuration, recorded.",
+    ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
     force: bool = typer.Option(False, help="Overwrite existing run files."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
@@ -109,6 +121,7 @@ def run_command(
     """Measure each concurrency (warmups, then measured requests) and write the raw
     per-request evidence that `servekit package check` recomputes figures from."""
     low, high = _token_range(input_tokens)
+    serve = serve_config(serve_command, serve_config_file)
     try:
         config = RunConfig(
             endpoint=endpoint,
@@ -128,6 +141,8 @@ def run_command(
             timeout_s=timeout,
             tokenizer=tokenizer,
             simulator=simulator,
+            hardware=hardware,
+            serve=serve,
             loop=loop,
             force=force,
         )

@@ -2,8 +2,15 @@
 
 An evidence file is JSON Lines (docs/metrics.md has the full reference):
 
-* line 1 is the run header, ``{"record": "run", "format": "servekit.bench/v1", ...}``;
+* line 1 is the run header, ``{"record": "run", "format": "servekit.bench/v2", ...}``;
 * every following line is one request, ``{"record": "request", ...}``.
+
+Version 2 (what ``servekit bench run`` writes) adds what the claim rules need to read
+the records for sense rather than trust the package's declarations: the engine name,
+the served models, the hardware label, the workload as asked for, the serve
+configuration, a unique run id, how many requests were sent, and per request its send
+order and the content parts it carried. Version 1 files still load; what they lack is
+reported by :attr:`Evidence.cannot_verify`.
 
 Times are seconds on the client's monotonic clock, relative to the run's start;
 ``started_at`` is the single wall-clock anchor of the run. Token counts are
@@ -22,7 +29,48 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.errors import EvidenceError
 
-FORMAT: Literal["servekit.bench/v1"] = "servekit.bench/v1"
+FORMAT_V1: Literal["servekit.bench/v1"] = "servekit.bench/v1"
+FORMAT_V2: Literal["servekit.bench/v2"] = "servekit.bench/v2"
+FORMAT = FORMAT_V2
+"""The version ``servekit bench run`` writes."""
+
+Format = Literal["servekit.bench/v1", "servekit.bench/v2"]
+
+# What a version-1 file cannot show, and which rule reads it (docs/rules.md).
+V1_CANNOT_VERIFY: tuple[str, ...] = (
+    "engine name and served model as the server reported them (header engine_name, served_models)",
+    "hardware label of the run (header hardware)",
+    "workload as requested (header workload: prompt range, output tokens, grid)",
+    "serve configuration the engine ran with (header serve)",
+    "that every sent request is recorded (header requests_sent)",
+    "that the run's file is unique to it (header run_uid)",
+    "send order of each request (record seq)",
+    "content parts each request carried (record content_parts)",
+)
+
+
+class WorkloadSpec(BaseModel):
+    """The workload ``bench run`` was asked to send (v2 header ``workload``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_min: int = Field(ge=1)
+    prompt_max: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    concurrencies: tuple[int, ...] = Field(min_length=1)
+    requests: int = Field(ge=1, description="Measured requests per concurrency.")
+    warmup: int = Field(ge=0, description="Warmup requests per concurrency, sent first.")
+    request_rate: float | None = None
+
+
+class ServeConfig(BaseModel):
+    """The serve command the engine ran with (v2 header ``serve``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    argv: tuple[str, ...] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    source: str = Field(description="Where it came from: '--serve-command' or a file path.")
 
 
 class RunHeader(BaseModel):
@@ -31,12 +79,27 @@ class RunHeader(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     record: Literal["run"] = "run"
-    format: Literal["servekit.bench/v1"] = FORMAT
+    format: Format = FORMAT
     run: str
+    run_uid: str | None = Field(
+        default=None, description="v2: random id of this run, never shared with another file."
+    )
     endpoint: str
     model: str
     api: Literal["completions", "chat"]
     engine_version: str | None = None
+    engine_name: str | None = Field(
+        default=None, description="v2: the engine as /version or /v1/models named it."
+    )
+    served_models: tuple[str, ...] | None = Field(
+        default=None, description="v2: model ids /v1/models listed (null: it did not answer)."
+    )
+    hardware: str | None = Field(default=None, description="v2: e.g. '1x H200' (--hardware).")
+    workload: WorkloadSpec | None = None
+    serve: ServeConfig | None = None
+    requests_sent: int | None = Field(
+        default=None, ge=0, description="v2: requests the client sent (warmups included)."
+    )
     servekit_version: str
     simulator: bool = False
     seed: int
@@ -67,6 +130,12 @@ class RequestRecord(BaseModel):
     run: str
     concurrency: int = Field(ge=1)
     warmup: bool = False
+    seq: int | None = Field(
+        default=None, ge=0, description="v2: send order within the run (0 is the first sent)."
+    )
+    content_parts: tuple[str, ...] | None = Field(
+        default=None, description="v2: modalities of the content parts sent, e.g. ['text']."
+    )
     t_start: float | None = Field(
         default=None, description="When the client began the request (t_send: last byte sent)."
     )
@@ -121,6 +190,15 @@ class Evidence(BaseModel):
     def concurrencies(self) -> tuple[int, ...]:
         return tuple(sorted({r.concurrency for r in self.requests}))
 
+    @property
+    def version(self) -> int:
+        return 1 if self.header.format == FORMAT_V1 else 2
+
+    @property
+    def cannot_verify(self) -> tuple[str, ...]:
+        """What the claim rules cannot check in this file because its format lacks it."""
+        return V1_CANNOT_VERIFY if self.version == 1 else ()
+
 
 def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:
     try:
@@ -163,7 +241,7 @@ def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
                 path=path,
                 line=number,
                 hint=f"the first line is the run header and each later line a request "
-                f"({FORMAT}); see docs/metrics.md",
+                f"({FORMAT_V1} or {FORMAT_V2}); see docs/metrics.md",
             ) from exc
     if header is None:
         raise EvidenceError(

@@ -1,0 +1,82 @@
+"""What evidence v2 adds, written by a real harness run against the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import pytest
+
+from servekit.bench.serveconf import from_command, from_file, serve_config
+from servekit.errors import UsageError
+from servekit.package.evidence import FORMAT_V2, V1_CANNOT_VERIFY, Evidence, load_evidence
+
+Sim = Callable[..., AbstractContextManager[str]]
+Harness = Callable[..., list[Evidence]]
+
+
+def test_header_names_engine_model_workload_and_serve(sim: Sim, run_harness: Harness) -> None:
+    serve = from_command("VLLM_X=1 servekit sim serve --port 0")
+    with sim() as url:
+        evs = run_harness(
+            url, runs=2, concurrencies=(1, 2), warmup=2, hardware="1x H200", serve=serve
+        )
+    h = evs[0].header
+    assert h.format == FORMAT_V2 and evs[0].version == 2 and evs[0].cannot_verify == ()
+    assert h.engine_name == "servekit-sim" and h.served_models == ("servekit-sim",)
+    assert h.hardware == "1x H200" and h.serve == serve
+    assert h.workload is not None and h.workload.concurrencies == (1, 2)
+    assert (h.workload.prompt_min, h.workload.prompt_max, h.workload.warmup) == (20, 40, 2)
+    assert h.requests_sent == len(evs[0].requests) == 2 * (6 + 2)  # probes are not counted
+    assert h.run_uid and h.run_uid != evs[1].header.run_uid
+
+
+def test_records_carry_send_order_with_warmups_first(sim: Sim, run_harness: Harness) -> None:
+    with sim() as url:
+        (ev,) = run_harness(url, concurrencies=(1, 2), warmup=2)
+    seqs = [r.seq for r in ev.requests]
+    assert sorted(s for s in seqs if s is not None) == list(range(len(ev.requests)))
+    for conc in (1, 2):
+        last_warm = max(r.seq or 0 for r in ev.warmups(conc))
+        assert all((r.seq or 0) > last_warm for r in ev.measured(conc))
+    assert {r.content_parts for r in ev.requests} == {("text",)}
+
+
+def test_failed_requests_are_recorded_and_counted(sim: Sim, run_harness: Harness) -> None:
+    with sim(fault="http_500", fault_every=4) as url:
+        (ev,) = run_harness(url, requests=8, warmup=0)
+    assert ev.header.requests_sent == len(ev.requests) == 8
+    assert any(not r.ok for r in ev.requests) and any(r.ok for r in ev.requests)
+
+
+def test_v1_files_say_what_cannot_be_verified() -> None:
+    ev_dir = Path(__file__).parents[2] / "examples/packages/llama-850m-h200/evidence"
+    ev = load_evidence(ev_dir / "h200-run-1.jsonl")
+    assert ev.version == 1 and ev.cannot_verify == V1_CANNOT_VERIFY
+
+
+def test_serve_command_splits_env_from_argv() -> None:
+    cfg = from_command("A=1 B='x y' vllm serve m --kv-cache-dtype fp8")
+    assert cfg.env == {"A": "1", "B": "x y"}
+    assert cfg.argv == ("vllm", "serve", "m", "--kv-cache-dtype", "fp8")
+    with pytest.raises(UsageError):
+        from_command("A=1")
+    with pytest.raises(UsageError):
+        serve_config("vllm serve m", Path("x.yaml"))
+
+
+def test_serve_config_reads_argv_file_or_package_yaml(tmp_path: Path) -> None:
+    plain = tmp_path / "serve.yaml"
+    plain.write_text("argv: [vllm, serve, m]\nenv: {A: '1'}\n")
+    assert from_file(plain).argv == ("vllm", "serve", "m") and from_file(plain).env == {"A": "1"}
+    pkg = tmp_path / "package.yaml"
+    pkg.write_text(
+        "model: {repo: org/m}\nserve: {entrypoint: [vllm, serve], args: [--seed, '0'], "
+        "env: [{name: A, value: '2'}]}\n"
+    )
+    assert from_file(pkg).argv == ("vllm", "serve", "org/m", "--seed", "0")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("argv: vllm serve\n")
+    with pytest.raises(UsageError):
+        from_file(bad)
