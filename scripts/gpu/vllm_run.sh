@@ -78,10 +78,14 @@ PY
 log "converted tree $(grep -m1 tree_digest "$WORK/converted-pin.json")"
 
 PID=""
+SERVE_CMD=""
 serve() {  # serve LABEL ARGS...: start vLLM in its own session, wait for /health
   local label=$1; shift
   log "serve $label: vllm serve MODEL --served-model-name $NAME --host 127.0.0.1 --port $PORT $*"
   echo "===== $label: $* =====" >> "$OUT/serve.log"
+  # What each run's header records (evidence v2): `vllm` is the console script of the same
+  # entry point (vllm.entrypoints.cli.main), which the bundle trims away.
+  SERVE_CMD="VLLM_USE_FLASHINFER_SAMPLER=0 vllm serve $WORK/$NAME --served-model-name $NAME --host 127.0.0.1 --port $PORT $*"
   rm -f "$WORK/engine.pid"
   # The session leader writes its pid, which is also the process group to stop.
   # shellcheck disable=SC2016
@@ -117,6 +121,7 @@ bench() {  # bench DIR RUNS SEED GRID...: one `servekit bench run` into $WORK/ev
   # shellcheck disable=SC2086
   timeout "$limit" "${SK[@]}" bench run --endpoint "http://127.0.0.1:$PORT" --model "$NAME" \
     --api completions $COMMON "$@" --seed "$seed" --runs "$runs" --gpus 1 \
+    --hardware "1x H200" --serve-command "$SERVE_CMD" \
     --tokenizer "$WORK/$NAME" --timeout 120 --out "$WORK/ev/$dir" 2>&1 | tail -14 | tee -a "$OUT/log.txt"
 }
 
