@@ -24,6 +24,7 @@ kit_symlink_member.tar.gz          a symlink member                             
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import io
 import json
@@ -57,7 +58,9 @@ OUTPUT_TOKENS, PROMPT_TOKENS = 16, 256
 
 
 def _records(run: str, skew: float) -> list[RequestRecord]:
-    """Four measured requests after one warmup at concurrency 1 and 4, fixed timings."""
+    """Four measured requests after one warmup at concurrency 1 and 4, fixed timings, as a
+    closed loop sends them: at concurrency 1 each as the last one ends, at concurrency 4
+    the four measured requests together, once the warmup has ended."""
     records, clock = [], 0.0
     for conc in (1, 4):
         for i in range(5):
@@ -80,11 +83,14 @@ def _records(run: str, skew: float) -> list[RequestRecord]:
                     http_status=200,
                 )
             )
-            clock += 0.5
+            if conc == 1 or i == 0:
+                clock = events[-1] + 0.002
     return records
 
 
-def _header(run: str) -> dict[str, Any]:
+def _header(run: str, span: float) -> dict[str, Any]:
+    """The run's wall clock: replicates ten minutes apart, each lasting its records' span."""
+    start = dt.datetime(2025, 11, 29, 10, 0 if run == "run-a" else 10, tzinfo=dt.UTC)
     return {
         "record": "run",
         "format": "servekit.bench/v1",
@@ -97,8 +103,8 @@ def _header(run: str) -> dict[str, Any]:
         "seed": 7,
         "host": "fixture-host",
         "gpus": GPUS,
-        "started_at": "2025-11-29T10:00:00+00:00",
-        "ended_at": "2025-11-29T10:00:10+00:00",
+        "started_at": start.isoformat(),
+        "ended_at": (start + dt.timedelta(seconds=round(span, 3))).isoformat(),
     }
 
 
@@ -108,7 +114,7 @@ def _evidence(run: str, records: list[RequestRecord]) -> str:
     requests = (
         {"record": "request", **r.model_dump(mode="json", exclude_defaults=True)} for r in records
     )
-    lines = [_header(run), *requests]
+    lines = [_header(run, max(r.t_end or r.t_send for r in records)), *requests]
     return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
 
 

@@ -45,6 +45,30 @@ def test_card_shows_refused_claims(tmp_path: Path) -> None:
     edit_definition(tmp_path, lambda d: d["measurements"]["figures"][0].update(value=1.0))
     card = _card(tmp_path)
     assert not card.checks_pass and card.violations[0].startswith("SK101")
+    refused = next(f for f in card.figures if f.id == "ttft-p50-c1")
+    assert refused.badge is Badge.REFUSED and "SK101" in refused.badge_text
+    others = {f.badge for f in card.figures if f.id != "ttft-p50-c1"}
+    assert others == {Badge.MEASURED}
+
+
+def test_a_refused_figure_is_never_badged_measured_on_any_view(tmp_path: Path) -> None:
+    """catalog show (text and JSON) and catalog export run the same check."""
+    write_package(tmp_path / "pkgs" / "tiny")
+    edit_definition(
+        tmp_path / "pkgs" / "tiny", lambda d: d["measurements"]["figures"][2].update(value=1.0)
+    )
+    card = _card(tmp_path / "pkgs" / "tiny")
+    assert next(f for f in card.figures if f.id == "otps-gpu-c4").badge is Badge.REFUSED
+    export_site(load_cards(tmp_path / "pkgs"), tmp_path / "site")
+    page = (tmp_path / "site" / "tiny-test-1.0.0.html").read_text()
+    figure_html = page[page.index('data-figure="otps-gpu-c4"') :][:600]
+    assert "badge-refused" in figure_html and "badge-measured" not in figure_html
+
+
+def test_measured_card_shows_achieved_concurrency(tmp_path: Path) -> None:
+    card = _card(write_package(tmp_path).root)
+    fig = next(f for f in card.figures if f.id == "e2el-p99-c4")
+    assert fig.context == "concurrency 4 (achieved 4.00), 0.0 % errors"
 
 
 def test_export_writes_pages_with_the_numbers(tmp_path: Path) -> None:

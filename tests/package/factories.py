@@ -8,6 +8,7 @@ recomputation. ``write_package`` lays out package.yaml, evidence/, licenses/, bu
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,13 @@ from typing import Any
 
 import yaml
 
-from servekit.package.evidence import RequestRecord, RunHeader, dump_evidence
+from servekit.package.evidence import (
+    RequestRecord,
+    RunHeader,
+    ServeConfig,
+    WorkloadSpec,
+    dump_evidence,
+)
 from servekit.package.load import LoadedPackage, load_package
 from servekit.package.models import Metric, Scope, Statistic
 from servekit.package.stats import figure_value, summarize
@@ -23,6 +30,7 @@ from servekit.package.stats import figure_value, summarize
 ENGINE = "0.11.0"
 HARDWARE = "2x H200"
 GPUS = 2
+SERVE_ARGV = ("vllm", "serve", "test/tiny", "--tensor-parallel-size", "2")
 
 
 def synthetic_records(
@@ -36,52 +44,104 @@ def synthetic_records(
     prompt_tokens: int = 512,
     seed: int = 7,
     failures: int = 0,
+    number: int | None = None,
 ) -> list[RequestRecord]:
+    """A closed loop as ``bench run`` drives one: ``concurrency`` workers, each sending its
+    next request as its last one ends; each concurrency's warmups first, then its measured
+    requests. Ids follow ``bench run``'s ``r{run}-c{conc}-{w|m}{index}``."""
     rng = random.Random(seed)
+    number = number if number is not None else seed
     records: list[RequestRecord] = []
-    clock = 0.0
+    clock, seq = 0.0, 0
     for conc in concurrencies:
-        for i in range(warmup + measured):
-            ttft = (ttft_ms + rng.uniform(-2, 2)) / 1000
-            gap = (tpot_ms + rng.uniform(-0.5, 0.5)) / 1000
-            events = tuple(clock + ttft + k * gap for k in range(output_tokens))
-            failed = i >= warmup + measured - failures
-            records.append(
-                RequestRecord(
-                    id=f"{run}-c{conc}-{i}",
-                    run=run,
-                    concurrency=conc,
-                    warmup=i < warmup,
-                    t_send=clock,
-                    t_first_event=clock + ttft,
-                    t_first_content=None if failed else clock + ttft,
-                    t_content=() if failed else events,
-                    t_end=events[-1] + 0.001,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=None if failed else output_tokens,
-                    requested_output_tokens=output_tokens,
-                    http_status=500 if failed else 200,
-                    error="synthetic failure" if failed else None,
-                )
-            )
-            clock += 0.25
+        for kind, count in (("w", warmup), ("m", measured)):
+            free = [clock] * conc
+            for i in range(count):
+                worker = min(range(conc), key=free.__getitem__)
+                send = free[worker] + 0.0002
+                failed = kind == "m" and i >= measured - failures
+                records.append(
+                    _record(run, number, conc, kind, i, seq, send, rng, failed, output_tokens,
+                            prompt_tokens, ttft_ms, tpot_ms)
+                )  # fmt: skip
+                free[worker] = records[-1].t_end or send
+                seq += 1
+            clock = max(free) + 0.001
     return records
 
 
-def header(run: str, gpus: int = GPUS, simulator: bool = False) -> RunHeader:
+def _record(
+    run: str, number: int, conc: int, kind: str, i: int, seq: int, send: float,
+    rng: random.Random, failed: bool, output_tokens: int, prompt_tokens: int,
+    ttft_ms: float, tpot_ms: float,
+) -> RequestRecord:  # fmt: skip
+    ttft = (ttft_ms + rng.uniform(-2, 2)) / 1000
+    gap = (tpot_ms + rng.uniform(-0.5, 0.5)) / 1000
+    events = tuple(send + ttft + k * gap for k in range(output_tokens))
+    return RequestRecord(
+        id=f"r{number}-c{conc}-{kind}{i:04d}",
+        run=run,
+        concurrency=conc,
+        warmup=kind == "w",
+        seq=seq,
+        content_parts=("text",),
+        t_start=send - 0.0001,
+        t_send=send,
+        t_first_event=send + ttft,
+        t_first_content=None if failed else send + ttft,
+        t_content=() if failed else events,
+        t_end=events[-1] + 0.001,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=None if failed else output_tokens,
+        requested_output_tokens=output_tokens,
+        requested_prompt_tokens=prompt_tokens,
+        http_status=500 if failed else 200,
+        error="synthetic failure" if failed else None,
+    )
+
+
+def _span(records: list[RequestRecord]) -> float:
+    return max((r.t_end or r.t_send for r in records), default=60.0)
+
+
+def _workload(records: list[RequestRecord]) -> WorkloadSpec:
+    """What ``bench run`` was asked to send, read back from the records it wrote."""
+    concs = tuple(sorted({r.concurrency for r in records})) or (1, 4)
+    first = [r for r in records if r.concurrency == concs[0]]
+    return WorkloadSpec(
+        prompt_min=512, prompt_max=512, output_tokens=32, concurrencies=concs,
+        requests=sum(not r.warmup for r in first) or 8, warmup=sum(r.warmup for r in first),
+    )  # fmt: skip
+
+
+def header(
+    run: str,
+    gpus: int = GPUS,
+    simulator: bool = False,
+    index: int = 0,
+    records: list[RequestRecord] | None = None,
+) -> RunHeader:
+    start = dt.datetime(2026, 11, 30, tzinfo=dt.UTC) + dt.timedelta(minutes=10 * index)
     return RunHeader(
         run=run,
+        run_uid=f"uid-{run}",
         endpoint="http://127.0.0.1:8000/v1",
         model="test/tiny",
         api="completions",
         engine_version=ENGINE,
+        engine_name="vllm",
+        served_models=("test/tiny",),
+        hardware=HARDWARE,
+        workload=_workload(records or []),
+        serve=ServeConfig(argv=SERVE_ARGV, source="--serve-command"),
+        requests_sent=len(records) if records is not None else None,
         servekit_version="test",
         simulator=simulator,
         seed=7,
         host="test-host",
         gpus=gpus,
-        started_at="2026-11-30T00:00:00+00:00",
-        ended_at="2026-11-30T00:01:00+00:00",
+        started_at=start.isoformat(),
+        ended_at=(start + dt.timedelta(seconds=_span(records or []))).isoformat(),
     )
 
 
@@ -233,11 +293,11 @@ def write_package(
     definition = copy.deepcopy(definition or base_definition(runs["run-a"]))
     (root / "evidence").mkdir(parents=True, exist_ok=True)
     (root / "licenses").mkdir(exist_ok=True)
-    for name, records in runs.items():
+    for index, (name, records) in enumerate(runs.items()):
         simulator = any(
             r.get("simulator") for r in definition["measurements"]["runs"] if r["id"] == name
         )
-        text = dump_evidence(header(name, gpus, simulator), records)
+        text = dump_evidence(header(name, gpus, simulator, index, records), records)
         (root / "evidence" / f"{name}.jsonl").write_text(text)
     (root / "licenses" / "MODEL_LICENSE.md").write_text("model licence\n")
     (root / "licenses" / "PACKAGE_LICENSE.md").write_text("package licence\n")
@@ -247,8 +307,8 @@ def write_package(
 
 def default_runs() -> dict[str, list[RequestRecord]]:
     return {
-        "run-a": synthetic_records("run-a", seed=7),
-        "run-b": synthetic_records("run-b", seed=8),
+        "run-a": synthetic_records("run-a", seed=7, number=1),
+        "run-b": synthetic_records("run-b", seed=8, number=2),
     }
 
 

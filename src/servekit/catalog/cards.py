@@ -2,7 +2,8 @@
 
 Every number on a card is read from ``package.yaml`` at build time, next to what the claim
 rules recomputed for it. Retract or re-run a measurement and the card changes with it. A
-reported figure is labelled with its source; a simulator figure says so.
+reported figure is labelled with its source; a simulator figure says so; a figure any claim
+rule refuses is badged refused, with its rule ids, never measured.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class Badge(StrEnum):
     MEASURED = "measured"
     REPORTED = "reported"
     SIMULATOR = "simulator"
+    REFUSED = "refused"
 
 
 class CardFigure(BaseModel):
@@ -68,6 +70,9 @@ class Card(BaseModel):
 
 
 def _badge(fig: Figure, result: FigureResult) -> tuple[Badge, str]:
+    if result.refused_by:
+        rules = ", ".join(result.refused_by)
+        return Badge.REFUSED, f"refused by claim rule {rules}: not carried by its evidence"
     if fig.provenance is Provenance.REPORTED:
         source = fig.source.name if fig.source else "an unnamed source"
         return Badge.REPORTED, f"reported by {source}; not measured by servekit"
@@ -80,10 +85,14 @@ def _badge(fig: Figure, result: FigureResult) -> tuple[Badge, str]:
 def _figure(fig: Figure, result: FigureResult) -> CardFigure:
     badge, text = _badge(fig, result)
     scope = f", {fig.scope.value.replace('_', ' ')}" if fig.scope else ""
+    if result.achieved_concurrency:
+        scope += f" (achieved {min(result.achieved_concurrency.values()):.2f})"
+    if result.error_rate is not None:
+        scope += f", {result.error_rate * 100:.1f} % errors"
     return CardFigure(
         id=fig.id,
         label=fig.label,
-        display=f"{fig.value:.{fig.decimals}f} {fig.unit}",
+        display=result.display,
         context=f"concurrency {fig.concurrency}{scope}",
         badge=badge,
         badge_text=text,

@@ -20,9 +20,14 @@ app = typer.Typer(
 )
 
 
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.1f} %"
+
+
 def render_report(report: CheckReport) -> None:
     table = Table(title=f"{report.package_id} {report.version}: figures", title_justify="left")
-    for column in ("figure", "value", "provenance", "recomputed", "runs / source"):
+    columns = ("figure", "value", "provenance", "recomputed", "load", "errors", "runs / source")
+    for column in columns:
         table.add_column(column)
     for f in report.figures:
         recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
@@ -30,8 +35,15 @@ def render_report(report: CheckReport) -> None:
         provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
         if f.status != "current":
             provenance += f" [{f.status}]"
-        table.add_row(escape(f.label), f.display, escape(provenance), recomputed, escape(origin))
+        if f.refused_by:
+            provenance = f"[red]REFUSED ({', '.join(f.refused_by)})[/] " + escape(provenance)
+        load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
+        row = [escape(f.label), f.display, provenance, recomputed]
+        row += ["-" if load is None else f"{load:.2f}", _rate(f.error_rate), escape(origin)]
+        table.add_row(*row)
     stdout.print(table)
+    stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")
+    _render_cannot_verify(report)
     measured = sum(1 for f in report.figures if f.provenance is Provenance.MEASURED)
     stdout.print(
         f"{measured} measured (recomputed from raw records), "
@@ -44,6 +56,20 @@ def render_report(report: CheckReport) -> None:
         stdout.print(f"    fix: {escape(v.fix)}")
     if report.ok:
         stdout.print("[green]✓ every claim is carried by the evidence[/]")
+
+
+def _render_cannot_verify(report: CheckReport) -> None:
+    """What the evidence cannot show (v1 files, or v2 fields not given), once per set of
+    runs that lack the same."""
+    grouped: dict[tuple[str, ...], list[str]] = {}
+    for run_id, missing in (report.cannot_verify or {}).items():
+        grouped.setdefault(missing, []).append(run_id)
+    for missing, run_ids in grouped.items():
+        stdout.print(
+            f"[yellow]cannot verify in {escape(', '.join(run_ids))} (not in the evidence):[/]"
+        )
+        for item in missing:
+            stdout.print(f"  - {escape(item)}")
 
 
 @app.command("check")
@@ -77,8 +103,10 @@ def rules_command(
     as_json: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
     """List every claim rule with its id and what it requires."""
+    rules = sorted(RULES.values(), key=lambda r: r.id)
     if as_json:
-        print_json([{"id": r.id, "name": r.name, "statement": r.statement} for r in RULES.values()])
+        keys = ("id", "name", "family", "statement", "seed_refusal")
+        print_json([{k: getattr(r, k) for k in keys} for r in rules])
         return
-    for r in RULES.values():
-        stdout.print(f"[bold]{r.id}[/] {r.name}: {escape(r.statement)}")
+    for r in rules:
+        stdout.print(f"[bold]{r.id}[/] {r.name} ({r.family}): {escape(r.statement)}")

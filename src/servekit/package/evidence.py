@@ -37,16 +37,21 @@ FORMAT = FORMAT_V2
 Format = Literal["servekit.bench/v1", "servekit.bench/v2"]
 
 # What a version-1 file cannot show, and which rule reads it (docs/rules.md).
-V1_CANNOT_VERIFY: tuple[str, ...] = (
-    "engine name and served model as the server reported them (header engine_name, served_models)",
-    "hardware label of the run (header hardware)",
-    "workload as requested (header workload: prompt range, output tokens, grid)",
-    "serve configuration the engine ran with (header serve)",
-    "that every sent request is recorded (header requests_sent)",
-    "that the run's file is unique to it (header run_uid)",
-    "send order of each request (record seq)",
-    "content parts each request carried (record content_parts)",
-)
+_V2_HEADER: dict[str, str] = {
+    "engine_name": "engine name as the server reported it (header engine_name)",
+    "served_models": "served model as the server listed it (header served_models)",
+    "hardware": "hardware label of the run (header hardware)",
+    "workload": "workload as requested (header workload: prompt range, output tokens, grid)",
+    "serve": "serve configuration the engine ran with (header serve)",
+    "requests_sent": "that every sent request is recorded (header requests_sent)",
+    "run_uid": "that the run's file is unique to it (header run_uid)",
+}
+_V2_RECORD: dict[str, str] = {
+    "seq": "send order of each request (record seq)",
+    "content_parts": "content parts each request carried (record content_parts)",
+}
+_NO_VERSION = "engine version as the server reported it (header engine_version: no /version)"
+V1_CANNOT_VERIFY: tuple[str, ...] = (*_V2_HEADER.values(), *_V2_RECORD.values())
 
 
 class WorkloadSpec(BaseModel):
@@ -196,8 +201,18 @@ class Evidence(BaseModel):
 
     @property
     def cannot_verify(self) -> tuple[str, ...]:
-        """What the claim rules cannot check in this file because its format lacks it."""
-        return V1_CANNOT_VERIFY if self.version == 1 else ()
+        """What the claim rules cannot check in this file because it lacks it: the v2
+        fields (all of them in a v1 file), and an engine version the server did not report."""
+        unreported = (_NO_VERSION,) if self.header.engine_version is None else ()
+        if self.version == 1:
+            return (*unreported, *V1_CANNOT_VERIFY)
+        header = [text for name, text in _V2_HEADER.items() if getattr(self.header, name) is None]
+        records = [
+            text
+            for name, text in _V2_RECORD.items()
+            if any(getattr(r, name) is None for r in self.requests)
+        ]
+        return (*unreported, *header, *records)
 
 
 def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:

@@ -164,6 +164,9 @@ class DisclosureTopic(StrEnum):
     SPEEDUP = "speedup"
     EVIDENCE = "evidence"
     SIMULATOR = "simulator"
+    OUTPUT_LENGTH = "output_length"
+    WARMUP = "warmup"
+    REPORTED_WORKLOAD = "reported_workload"
     OTHER = "other"
 
 
@@ -329,6 +332,9 @@ class FloorAttempt(Model):
     configuration: NonEmpty
     outcome: NonEmpty
     reason: NonEmpty
+    evidence: RelPath | None = Field(
+        default=None, description="The attempt's log or record (a failed attempt's proof)."
+    )
 
 
 class HardwareFloor(Model):
@@ -376,32 +382,6 @@ class Workload(Model):
     context_length: int = Field(ge=1, description="The engine's max model length in the runs.")
 
 
-class Run(Model):
-    """One benchmark run: a raw evidence file of per-request records."""
-
-    id: Identifier
-    file: RelPath
-    workload: Identifier
-    simulator: bool = Field(
-        default=False, description="True when the engine was servekit's simulator, not a real one."
-    )
-    date: dt.date
-
-
-class Source(Model):
-    """Where a reported figure comes from."""
-
-    name: NonEmpty
-    reference: NonEmpty = Field(description="URL, document or file name.")
-    date: dt.date
-
-
-class MeasuredOn(Model):
-    engine: NonEmpty = Field(description="Engine version string, must equal engine.version.")
-    hardware: NonEmpty = Field(description="e.g. '8x B300', must equal the hardware target.")
-    workload: Identifier
-
-
 class FigureStatus(Model):
     state: MeasurementStatus = MeasurementStatus.CURRENT
     reason: str | None = None
@@ -412,6 +392,69 @@ class FigureStatus(Model):
         if self.state is not MeasurementStatus.CURRENT and (not self.reason or not self.date):
             raise ValueError(f"a figure in state '{self.state}' needs a reason and a date")
         return self
+
+
+class ServeRecord(Model):
+    """The serve configuration a run ran with, for evidence that does not record it (v1)."""
+
+    argv: tuple[NonEmpty, ...] = Field(min_length=1)
+    env: tuple[EnvVar, ...] = ()
+
+
+class Run(Model):
+    """One benchmark run: a raw evidence file of per-request records."""
+
+    id: Identifier
+    file: RelPath
+    workload: Identifier
+    simulator: bool = Field(
+        default=False, description="True when the engine was servekit's simulator, not a real one."
+    )
+    date: dt.date
+    config: Identifier = Field(
+        default="default",
+        description="Serving configuration label: runs of one workload and config are "
+        "replicates (a speedup's stock baseline is another config on the same workload).",
+    )
+    status: FigureStatus = Field(
+        default_factory=lambda: FigureStatus(),
+        description="retracted (with reason and date) when no figure may use this run.",
+    )
+    serve: ServeRecord | None = Field(
+        default=None,
+        description="The serve configuration of a run whose evidence does not record it (v1).",
+    )
+
+    @property
+    def current(self) -> bool:
+        return self.status.state is MeasurementStatus.CURRENT
+
+
+class SourceWorkload(Model):
+    """The workload a reported figure's source states it ran."""
+
+    output_tokens: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
+    requests: int | None = Field(default=None, ge=1)
+    warmup: int | None = Field(default=None, ge=0)
+    prompt_tokens: TokenRange | None = None
+
+
+class Source(Model):
+    """Where a reported figure comes from."""
+
+    name: NonEmpty
+    reference: NonEmpty = Field(description="URL, document or file name.")
+    date: dt.date
+    workload: SourceWorkload | None = Field(
+        default=None, description="The workload the source states (output tokens, concurrency...)."
+    )
+
+
+class MeasuredOn(Model):
+    engine: NonEmpty = Field(description="Engine version string, must equal engine.version.")
+    hardware: NonEmpty = Field(description="e.g. '8x B300', must equal the hardware target.")
+    workload: Identifier
 
 
 class Figure(Model):
@@ -455,6 +498,12 @@ class Measurements(Model):
     )
     improvement_contract_pct: float = Field(
         default=2.0, ge=0, description="Smallest end-to-end improvement a speedup may claim."
+    )
+    concurrency_tolerance_pct: float = Field(
+        default=10.0,
+        gt=0,
+        le=50,
+        description="Achieved concurrency must lie within this percent of the labelled one.",
     )
     runs: tuple[Run, ...] = ()
     figures: tuple[Figure, ...] = ()

@@ -15,6 +15,7 @@ Percentiles use numpy's ``linear`` method, as vLLM does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -140,3 +141,31 @@ def figure_value(
         node = summary.throughput(metric)
         return node / gpus if scope is Scope.PER_GPU else node
     return statistic(summary.samples(metric), stat)
+
+
+def _end(r: RequestRecord) -> float:
+    return r.t_end if r.t_end is not None else r.t_send
+
+
+def steady_window(records: Sequence[RequestRecord], concurrency: int) -> tuple[float, float]:
+    """The steady part of a group's window: from the ``concurrency``-th send to the
+    ``concurrency``-th end from last (ramp-up and drain left out); the whole window when
+    that is empty. ``records`` are the measured requests of one concurrency (at least one).
+    """
+    sends = sorted(r.t_send for r in records)
+    ends = sorted(_end(r) for r in records)
+    n = min(concurrency, len(records))
+    start, end = sends[n - 1], ends[len(records) - n]
+    return (start, end) if end > start else (sends[0], ends[-1])
+
+
+def achieved_concurrency(records: Sequence[RequestRecord], concurrency: int) -> float | None:
+    """Time-weighted mean of requests in flight over the steady window (None: no window)."""
+    if not records:
+        return None
+    start, end = steady_window(records, concurrency)
+    if not end > start:
+        return None
+    busy = sum(max(0.0, min(_end(r), end) - max(r.t_send, start)) for r in records)
+    mean = busy / (end - start)
+    return mean if math.isfinite(mean) else None

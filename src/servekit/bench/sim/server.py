@@ -168,6 +168,7 @@ class _App:
         self.config = config
         self.engine = Engine(config, loop)
         self.created = int(time.time())
+        self.received = 0
         self.routes: dict[tuple[str, str], Callable[[_Connection, _Request], None]] = {
             ("GET", "/v1/models"): self._models,
             ("GET", "/version"): self._version,
@@ -238,7 +239,8 @@ class _App:
                 400, f"{prompt_tokens} prompt + {output} output tokens exceed max_model_len"
             )
         options = body.get("stream_options") or {}
-        index = self.engine.counters.requests + 1
+        self.received += 1  # every generation request, answered or faulted: the fault cadence
+        index = self.received
         return GenRequest(
             index=index,
             chat=chat,

@@ -1,0 +1,111 @@
+"""What every rule reads: the loaded package, its evidence (loaded once per run) and one
+summary per (run, concurrency), with small helpers the rule families share."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from servekit.package.evidence import Evidence, ServeConfig, load_evidence
+from servekit.package.load import LoadedPackage
+from servekit.package.models import (
+    DisclosureTopic,
+    Figure,
+    Package,
+    Provenance,
+    Run,
+    Workload,
+)
+from servekit.package.stats import GroupSummary, achieved_concurrency, figure_value, summarize
+
+
+@dataclass
+class Context:
+    loaded: LoadedPackage
+    _evidence: dict[str, Evidence] = field(default_factory=dict)
+    _summaries: dict[tuple[str, int], GroupSummary | None] = field(default_factory=dict)
+
+    @property
+    def package(self) -> Package:
+        return self.loaded.package
+
+    @cached_property
+    def figure_fields(self) -> dict[str, str]:
+        return {
+            f.id: f"measurements.figures[{i}]"
+            for i, f in enumerate(self.package.measurements.figures)
+        }
+
+    def run_field(self, run_id: str) -> str:
+        runs = self.package.measurements.runs
+        return next((f"measurements.runs[{i}]" for i, r in enumerate(runs) if r.id == run_id), "")
+
+    def evidence(self, run_id: str) -> Evidence | None:
+        run = self.package.run(run_id)
+        if run is None:
+            return None
+        if run_id not in self._evidence:
+            self._evidence[run_id] = load_evidence(self.loaded.path(run.file))
+        return self._evidence[run_id]
+
+    def runs_with_evidence(self) -> Iterator[tuple[str, Run, Evidence]]:
+        """(field path, run, evidence) of every current run (a retracted run is evidence
+        for nothing, so no rule reads it)."""
+        for i, run in enumerate(self.package.measurements.runs):
+            ev = self.evidence(run.id) if run.current else None
+            if ev is not None:
+                yield f"measurements.runs[{i}]", run, ev
+
+    def summary(self, run_id: str, concurrency: int) -> GroupSummary | None:
+        """One summary per (run, concurrency), however many rules and figures ask for it."""
+        key = (run_id, concurrency)
+        if key not in self._summaries:
+            ev = self.evidence(run_id)
+            measured = ev is not None and ev.measured(concurrency)
+            self._summaries[key] = summarize(ev.requests, concurrency) if ev and measured else None
+        return self._summaries[key]
+
+    def recompute(self, fig: Figure, run_id: str) -> float | None:
+        summary = self.summary(run_id, fig.concurrency)
+        ev = self.evidence(run_id)
+        if summary is None or ev is None or summary.completed == 0:
+            return None
+        try:
+            got = figure_value(summary, fig.metric, fig.statistic, fig.scope, ev.header.gpus)
+        except ValueError:
+            return None
+        return got if math.isfinite(got) else None
+
+    def achieved(self, run_id: str, concurrency: int) -> float | None:
+        ev = self.evidence(run_id) if self.package.run(run_id) else None
+        return achieved_concurrency(ev.measured(concurrency), concurrency) if ev else None
+
+    def measured_figures(self) -> Iterator[tuple[str, Figure]]:
+        for f in self.package.published_figures:
+            if f.provenance is Provenance.MEASURED:
+                yield self.figure_fields[f.id], f
+
+    def figures_using(self, run_id: str) -> tuple[str, ...]:
+        return tuple(f.id for _, f in self.measured_figures() if run_id in f.runs)
+
+    def disclosed(self, topic: DisclosureTopic, subject: str | None = None) -> bool:
+        return any(
+            d.topic is topic and (subject is None or d.subject == subject)
+            for d in self.package.disclosures
+        )
+
+    def workload_of(self, run: Run) -> Workload | None:
+        return self.package.workload(run.workload)
+
+    def serve_of(self, run: Run) -> ServeConfig | None:
+        """The serve configuration a run recorded (v2 header), else the one the package
+        declares for it (``runs[].serve``), else None."""
+        ev = self.evidence(run.id)
+        if ev is not None and ev.header.serve is not None:
+            return ev.header.serve
+        if run.serve is not None:
+            env = {e.name: e.value for e in run.serve.env}
+            return ServeConfig(argv=run.serve.argv, env=env, source="package.yaml runs[].serve")
+        return None

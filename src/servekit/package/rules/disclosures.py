@@ -1,0 +1,101 @@
+"""Disclosures: what the records did not exercise (modalities, context) and what they did
+not measure (a simulator) is said, in the package, where a buyer reads it."""
+
+from __future__ import annotations
+
+from servekit.package.evidence import Evidence
+from servekit.package.models import DisclosureTopic, Modality
+from servekit.package.rules.context import Context
+from servekit.package.rules.registry import Findings, finding, rule
+
+SIM_ENGINE = "servekit-sim"  # what servekit's simulator calls itself on /version
+
+
+def exercised_modalities(ctx: Context) -> set[str]:
+    """Modalities the records actually sent: v2 content parts; v1 records are text only."""
+    out: set[str] = set()
+    for _, run, ev in ctx.runs_with_evidence():
+        if not run.current:
+            continue
+        for r in ev.requests:
+            out |= set(r.content_parts) if r.content_parts is not None else {Modality.TEXT.value}
+    return out
+
+
+@rule(
+    "SK112",
+    "modality-disclosure",
+    "A modality the model has but no record exercised has a disclosure.",
+    "The vision path that was never measured is disclosed (K3's MoonViT tower).",
+)
+def modality_disclosure(ctx: Context) -> Findings:
+    pkg = ctx.package
+    declared = {m.value for w in pkg.workloads for m in w.modalities}
+    exercised = exercised_modalities(ctx) if pkg.measurements.runs else declared
+    for comp in pkg.model.modalities:
+        m = comp.modality.value
+        if m not in exercised and not ctx.disclosed(DisclosureTopic.MODALITY, m):
+            yield finding(
+                "SK112", "disclosures",
+                f"the model has a {m} path ({comp.component or 'no component named'}) that no "
+                "record exercised", f"add a disclosure with topic: modality, subject: {m}",
+            )  # fmt: skip
+
+
+def covered_context(ctx: Context) -> int:
+    """Longest prompt + output the records carried; the declared workloads when none."""
+    longest = 0
+    for _, run, ev in ctx.runs_with_evidence():
+        for r in ev.requests if run.current else ():
+            if r.ok:
+                longest = max(longest, (r.prompt_tokens or 0) + (r.completion_tokens or 0))
+    if longest or ctx.package.measurements.runs:
+        return longest
+    return max(
+        min(w.prompt_tokens.max + w.output_tokens, w.context_length) for w in ctx.package.workloads
+    )
+
+
+@rule(
+    "SK113",
+    "context-disclosure",
+    "A supported context longer than the longest prompt plus output the records carried has a disclosure.",
+    "Long context that was not measured is disclosed (1M supported, 36K measured).",
+)
+def context_disclosure(ctx: Context) -> Findings:
+    pkg = ctx.package
+    covered = covered_context(ctx)
+    if pkg.model.context_length > covered and not ctx.disclosed(DisclosureTopic.CONTEXT):
+        yield finding(
+            "SK113", "disclosures",
+            f"the model supports {pkg.model.context_length} tokens of context; the records "
+            f"covered at most {covered}",
+            "add a disclosure with topic: context saying what was not measured",
+        )  # fmt: skip
+    if Modality.TEXT not in {m for w in pkg.workloads for m in w.modalities}:
+        yield finding(
+            "SK113", "workloads", "no workload exercises text", "declare the workload's modalities"
+        )
+
+
+def is_simulator(ev: Evidence) -> bool:
+    """The header says so, or the engine it names is servekit's simulator."""
+    named = f"{ev.header.engine_name or ''} {ev.header.engine_version or ''}"
+    return ev.header.simulator or SIM_ENGINE in named
+
+
+@rule(
+    "SK117",
+    "simulator-disclosure",
+    "Figures measured against servekit's simulator are disclosed as such.",
+    "Simulator output is never presented as a measurement of a real engine.",
+)
+def simulator_disclosure(ctx: Context) -> Findings:
+    simulated = ctx.package.uses_simulator or any(
+        is_simulator(ev) for _, _, ev in ctx.runs_with_evidence()
+    )
+    if simulated and not ctx.disclosed(DisclosureTopic.SIMULATOR):
+        yield finding(
+            "SK117", "disclosures", "runs were measured against servekit's simulator, not a real engine",
+            "add a disclosure with topic: simulator; never present these as engine measurements",
+        )  # fmt: skip

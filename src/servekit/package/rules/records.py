@@ -1,0 +1,297 @@
+"""Records: each request record is physically possible, unique, present, and warmups come
+first. These rules read the JSON Lines themselves, so a single edited line is caught."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import BaseModel
+
+from servekit.package.evidence import Evidence, RequestRecord
+from servekit.package.models import DisclosureTopic, Run
+from servekit.package.rules.context import Context
+from servekit.package.rules.registry import Findings, finding, rule
+
+_SERVEKIT_ID = re.compile(r"^r\d+-c(\d+)-([wm])(\d+)$")
+
+
+def _numbers(value: Any, path: str) -> Iterator[tuple[str, float]]:
+    """Every int/float inside a model or container, with its dotted path."""
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _numbers(getattr(value, name), f"{path}.{name}" if path else name)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{i}]")
+    elif isinstance(value, float | int) and not isinstance(value, bool):
+        yield path, float(value)
+
+
+@rule(
+    "SK118",
+    "finite-numbers",
+    "Every number in the package and its records is finite (no NaN, no Infinity) and every "
+    "count and time in the records is non-negative.",
+    "A figure that is not a number is not a figure; `--json` output stays valid JSON.",
+)
+def finite_numbers(ctx: Context) -> Findings:
+    for path, number in _numbers(ctx.package, ""):
+        if not math.isfinite(number):
+            fig = _figure_of(ctx, path)
+            yield finding(
+                "SK118", path, f"{number} is not a finite number", "state a real value",
+                (fig,) if fig else (),
+            )  # fmt: skip
+    for where, run, ev in ctx.runs_with_evidence():
+        yield from _record_numbers(ctx, where, run, ev)
+
+
+def _figure_of(ctx: Context, path: str) -> str | None:
+    return next((fid for fid, f in ctx.figure_fields.items() if path.startswith(f + ".")), None)
+
+
+def _record_numbers(ctx: Context, where: str, run: Run, ev: Evidence) -> Findings:
+    items: list[tuple[str, BaseModel]] = [("header", ev.header)]
+    items += [(r.id, r) for r in ev.requests]
+    bad = [
+        (rid, path, n)
+        for rid, r in items
+        for path, n in _numbers(r, "")
+        if not math.isfinite(n) or (n < 0 and path != "request_rate")
+    ]
+    if bad:
+        rid, path, n = bad[0]
+        yield finding(
+            "SK118",
+            f"{where}.file",
+            f"{run.file}: {len(bad)} impossible number(s), first {rid} {path} = {n}",
+            "every time and count in evidence is a finite, non-negative number; re-measure",
+            ctx.figures_using(run.id),
+        )
+
+
+def _order_problem(r: RequestRecord) -> str | None:
+    stamps = [("t_send", r.t_send)]
+    if r.t_start is not None and r.t_start > r.t_send:
+        return f"t_start {r.t_start} is after t_send {r.t_send}"
+    for name in ("t_first_event", "t_first_content"):
+        value = getattr(r, name)
+        if value is not None:
+            stamps.append((name, value))
+    stamps += [(f"t_content[{i}]", t) for i, t in enumerate(r.t_content)]
+    if r.t_end is not None:
+        stamps.append(("t_end", r.t_end))
+    for (a, ta), (b, tb) in itertools.pairwise(stamps):
+        if tb < ta:
+            return f"{b} {tb} is before {a} {ta}"
+    if r.t_content and r.t_first_content is not None and r.t_content[0] != r.t_first_content:
+        return (
+            f"t_first_content {r.t_first_content} is not the first content stamp {r.t_content[0]}"
+        )
+    return None
+
+
+@rule(
+    "SK119",
+    "time-order",
+    "In every record, start <= send <= first event <= first token <= every later token <= end; "
+    "inter-token gaps are never negative.",
+    "Latencies are only published from timings that could have happened.",
+)
+def time_order(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        yield from _each_record(ctx, "SK119", where, run, ev, _order_problem, "impossible timing",
+                                "timestamps come from one monotonic clock in send order; re-measure")  # fmt: skip
+        span = _span_problem(ev)
+        if span:
+            yield finding("SK119", f"{where}.file", f"{run.file}: {span}",
+                          "keep the times `bench run` wrote; re-measure", ctx.figures_using(run.id))  # fmt: skip
+
+
+def _span_problem(ev: Evidence) -> str | None:
+    """The records span the header's wall-clock window (``ended_at`` is stamped from the
+    same monotonic clock right after the last request), so rescaled times show."""
+    try:
+        window = (dt.datetime.fromisoformat(ev.header.ended_at)
+                  - dt.datetime.fromisoformat(ev.header.started_at)).total_seconds()  # fmt: skip
+    except ValueError:
+        return None  # imported files may carry no wall clock
+    span = max((r.t_end if r.t_end is not None else r.t_send for r in ev.requests), default=0.0)
+    if window > 0 and abs(span - window) > max(1.0, 0.05 * window):
+        return f"the records span {span:.3f} s but the header's run lasted {window:.3f} s"
+    return None
+
+
+def _each_record(
+    ctx: Context, rule_id: str, where: str, run: Run, ev: Evidence,
+    problem: Callable[[RequestRecord], str | None], what: str, fix: str,
+) -> Findings:  # fmt: skip
+    bad = [(r.id, p) for r in ev.requests if (p := problem(r)) is not None]
+    if bad:
+        yield finding(
+            rule_id, f"{where}.file",
+            f"{run.file}: {len(bad)} record(s) with {what}, first {bad[0][0]}: {bad[0][1]}",
+            fix, ctx.figures_using(run.id),
+        )  # fmt: skip
+
+
+def _token_problem(r: RequestRecord) -> str | None:
+    if not r.ok:
+        return None
+    if r.requested_output_tokens is None or r.completion_tokens is None:
+        return "no requested or received output-token count"
+    if r.completion_tokens < len(r.t_content):
+        return f"{len(r.t_content)} content events but {r.completion_tokens} tokens received"
+    return None
+
+
+@rule(
+    "SK120",
+    "output-tokens-counted",
+    "Every successful record says how many output tokens were requested and received, and "
+    "never fewer tokens than content events arrived.",
+    "Throughput is computed from tokens that were actually received.",
+)
+def output_tokens_counted(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        yield from _each_record(ctx, "SK120", where, run, ev, _token_problem, "impossible token counts",
+                                "record requested_output_tokens and the server's usage (or the client's count)")  # fmt: skip
+
+
+@rule(
+    "SK116",
+    "clean-runs",
+    "Runs backing a measured figure have no failed requests, and no output-length mismatches "
+    "unless the mismatch is disclosed (topic output_length).",
+    "Failures and short answers are counted and shown beside every grid point, never dropped.",
+)
+def clean_runs(ctx: Context) -> Findings:
+    disclosed = ctx.disclosed(DisclosureTopic.OUTPUT_LENGTH)
+    for where, f in ctx.measured_figures():
+        for run_id in f.runs:
+            summary = ctx.summary(run_id, f.concurrency) if ctx.package.run(run_id) else None
+            mismatches = 0 if summary is None or disclosed else summary.length_mismatches
+            if summary and (summary.failed or mismatches):
+                total = summary.failed + summary.completed
+                yield finding(
+                    "SK116",
+                    f"{where}.runs",
+                    f"run {run_id} at concurrency {f.concurrency} has {summary.failed} failed "
+                    f"requests of {total} ({summary.failed / total * 100:.1f} % error rate) "
+                    f"and {mismatches} output-length mismatches",
+                    "re-run until every measured request succeeds at the requested length, or "
+                    "disclose engines that ignore ignore_eos (topic: output_length)",
+                    (f.id,),
+                )
+
+
+@rule(
+    "SK121",
+    "unique-requests",
+    "Request ids (and send positions) are unique within a run, and every record names the "
+    "run of its file's header.",
+    "One request is counted once; records are not pasted in from another run.",
+)
+def unique_requests(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        ids = [r.id for r in ev.requests]
+        seqs = [r.seq for r in ev.requests if r.seq is not None]
+        foreign = sorted({r.run for r in ev.requests} - {ev.header.run})
+        problems = []
+        if len(set(ids)) != len(ids):
+            problems.append(f"{len(ids) - len(set(ids))} duplicate request id(s)")
+        if len(set(seqs)) != len(seqs):
+            problems.append("duplicate send positions (seq)")
+        if foreign:
+            problems.append(f"records of run(s) {', '.join(foreign)} in run {ev.header.run}")
+        if problems:
+            yield finding(
+                "SK121", f"{where}.file", f"{run.file}: {'; '.join(problems)}",
+                "each run is one file of its own, one record per request sent",
+                ctx.figures_using(run.id),
+            )  # fmt: skip
+
+
+def _id_problem(ev: Evidence) -> str | None:
+    """servekit ids (``rN-cC-wI``/``mI``) say the concurrency, kind and index of a request:
+    they must agree with the record, and indices run 0..n-1 with none missing."""
+    seen: dict[tuple[int, str], list[int]] = {}
+    for r in ev.requests:
+        m = _SERVEKIT_ID.match(r.id)
+        if m is None:
+            return None  # not written by servekit bench run: nothing to read from ids
+        conc, kind, index = int(m[1]), m[2], int(m[3])
+        if conc != r.concurrency or (kind == "w") != r.warmup:
+            return f"{r.id} is labelled concurrency {r.concurrency}, warmup {r.warmup}"
+        seen.setdefault((conc, kind), []).append(index)
+    for (conc, kind), indices in seen.items():
+        if sorted(indices) != list(range(len(indices))):
+            missing = sorted(set(range(max(indices) + 1)) - set(indices))
+            return f"concurrency {conc} {'warmup' if kind == 'w' else 'measured'} requests " + (
+                f"{missing} are missing" if missing else "repeat an index"
+            )
+    return None
+
+
+@rule(
+    "SK122",
+    "all-requests-recorded",
+    "Every request sent is in the evidence, failed ones included: the record count equals "
+    "the header's requests_sent (v2) and servekit request indices have no gaps.",
+    "Failed requests are counted, never silently dropped.",
+)
+def all_requests_recorded(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        sent = ev.header.requests_sent
+        problem = _id_problem(ev)
+        if sent is not None and sent != len(ev.requests):
+            problem = f"the header says {sent} requests were sent; {len(ev.requests)} are recorded"
+        if problem:
+            yield finding(
+                "SK122", f"{where}.file", f"{run.file}: {problem}",
+                "keep every record `servekit bench run` wrote, failures included",
+                ctx.figures_using(run.id),
+            )  # fmt: skip
+
+
+def _warmup_problem(ev: Evidence, conc: int) -> str | None:
+    warm, measured = ev.warmups(conc), ev.measured(conc)
+    if not warm or not measured:
+        return None
+    if max(r.t_send for r in warm) > min(r.t_send for r in measured):
+        return f"at concurrency {conc} a warmup was sent after a measured request"
+    seqs_w = [r.seq for r in warm if r.seq is not None]
+    seqs_m = [r.seq for r in measured if r.seq is not None]
+    if seqs_w and seqs_m and max(seqs_w) > min(seqs_m):
+        return f"at concurrency {conc} a warmup's send position follows a measured request's"
+    return None
+
+
+@rule(
+    "SK123",
+    "warmup-first",
+    "Warmups come first at every concurrency (by send time and position) and are excluded "
+    "by flag; a measured grid point has at least one warmup, or a disclosure (topic warmup).",
+    "Cold-start requests are neither hidden among nor passed off as measured ones.",
+)
+def warmup_first(ctx: Context) -> Findings:
+    for where, f in ctx.measured_figures():
+        for run_id in f.runs:
+            ev = ctx.evidence(run_id) if ctx.package.run(run_id) else None
+            if ev is None:
+                continue
+            problem = _warmup_problem(ev, f.concurrency)
+            unwarmed = not ev.warmups(f.concurrency) and not ctx.disclosed(DisclosureTopic.WARMUP)
+            if problem is None and unwarmed:
+                problem = f"run {run_id} has no warmup at concurrency {f.concurrency}"
+            if problem:
+                yield finding(
+                    "SK123", f"{where}.runs", problem,
+                    "send warmups first (`bench run --warmup N`), or disclose that none was "
+                    "sent (topic: warmup)", (f.id,),
+                )  # fmt: skip

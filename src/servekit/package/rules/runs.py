@@ -1,0 +1,360 @@
+"""Runs: each run belongs to this package, ran the declared workload at the declared
+load, is its own independent file, and every current run of a configuration is used."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+import math
+from urllib.parse import urlparse
+
+from servekit.package.evidence import Evidence
+from servekit.package.models import Figure, Run, Workload
+from servekit.package.rules.context import Context
+from servekit.package.rules.disclosures import is_simulator
+from servekit.package.rules.registry import Findings, finding, rule
+
+MAX_TOLERANCE_PCT = 10.0  # replicates that may differ by more are not replicates
+MAX_CONCURRENCY_TOLERANCE_PCT = 25.0
+PROMPT_DRIFT = 0.02  # server-counted prompt tokens may differ from the target by 2 %
+
+
+@rule(
+    "SK104",
+    "runs-agree",
+    "Repeated runs of one configuration agree within the package's declared tolerance.",
+    "Figures whose replicates disagree (TTFT at concurrency 8: 237 %) are not published.",
+)
+def runs_agree(ctx: Context) -> Findings:
+    tol = ctx.package.measurements.tolerance_pct
+    if tol > MAX_TOLERANCE_PCT:
+        yield finding(
+            "SK104", "measurements.tolerance_pct",
+            f"a {tol:g} % tolerance lets replicates disagree by more than {MAX_TOLERANCE_PCT:g} %",
+            "find why the runs disagree and re-run; do not widen the tolerance to fit",
+            tuple(f.id for _, f in ctx.measured_figures()),
+        )  # fmt: skip
+    for where, f in ctx.measured_figures():
+        values = {r: ctx.recompute(f, r) for r in f.runs if ctx.package.run(r) is not None}
+        primary = values.get(f.runs[0]) if f.runs else None
+        if primary is None:
+            continue
+        for run_id, got in values.items():
+            if got is None or run_id == f.runs[0]:
+                continue
+            diff = abs(got - primary) / abs(primary) * 100 if primary else math.inf
+            if diff > tol:
+                yield finding(
+                    "SK104",
+                    f"{where}.runs",
+                    f"'{f.label}': run {run_id} gives {got:.3f} against {primary:.3f} from "
+                    f"{f.runs[0]}, a {diff:.2f} % difference over the {tol:g} % tolerance",
+                    "find why the runs disagree and re-run; do not widen the tolerance to fit",
+                    (f.id,),
+                )
+
+
+@rule(
+    "SK115",
+    "grid-coverage",
+    "A run holds exactly the workload's warmup and measured requests at the figure's concurrency, on the declared GPUs.",
+    "A grid point is published only from the requests the workload declares, on the target.",
+)
+def grid_coverage(ctx: Context) -> Findings:
+    pkg = ctx.package
+    for i, run in enumerate(pkg.measurements.runs):
+        where, workload = f"measurements.runs[{i}]", pkg.workload(run.workload)
+        if workload is None:
+            yield finding(
+                "SK115", f"{where}.workload", f"workload '{run.workload}' is not defined",
+                "define it", ctx.figures_using(run.id),
+            )  # fmt: skip
+            continue
+        ev = ctx.evidence(run.id)
+        if ev is not None:
+            yield from _coverage(ctx, where, run, ev, workload)
+
+
+def _coverage(ctx: Context, where: str, run: Run, ev: Evidence, workload: Workload) -> Findings:
+    pkg, figs = ctx.package, ctx.figures_using(run.id)
+    if ev.header.gpus != pkg.hardware.target.count:
+        yield finding(
+            "SK115", f"{where}.file",
+            f"{run.file} was run on {ev.header.gpus} GPUs, the target has "
+            f"{pkg.hardware.target.count}", "measure on the target hardware", figs,
+        )  # fmt: skip
+    if is_simulator(ev) != run.simulator:
+        yield finding(
+            "SK115", f"{where}.simulator", f"{run.file} says simulator={is_simulator(ev)}",
+            f"set simulator: {str(is_simulator(ev)).lower()}", figs,
+        )  # fmt: skip
+    extra = sorted(set(ev.concurrencies) - set(workload.concurrencies))
+    if extra:
+        yield finding(
+            "SK115", f"{where}.file",
+            f"{run.file} holds concurrencies {extra} that workload '{workload.id}' does not declare",
+            "declare the grid that was run", figs,
+        )  # fmt: skip
+    for conc in workload.concurrencies:
+        measured, warm = len(ev.measured(conc)), len(ev.warmups(conc))
+        if (measured, warm) != (workload.measured_requests, workload.warmup_requests):
+            yield finding(
+                "SK115",
+                f"{where}.file",
+                f"{run.file} holds {measured} measured and {warm} warmup requests at concurrency "
+                f"{conc}; workload '{workload.id}' declares {workload.measured_requests} and "
+                f"{workload.warmup_requests}",
+                "re-run the grid, or declare what was run",
+                figs,
+            )
+
+
+def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -> list[str]:
+    pkg, h = ctx.package, ev.header
+    out = []
+    if h.engine_version is not None and h.engine_version != pkg.engine.version:
+        out.append(f"the server reported engine version '{h.engine_version}', the package pins "
+                   f"'{pkg.engine.version}'")  # fmt: skip
+    if h.engine_name is not None and h.engine_name.lower() != pkg.engine.name.lower():
+        out.append(f"the server is engine '{h.engine_name}', the package pins '{pkg.engine.name}'")
+    if h.api != workload.api.value:
+        out.append(
+            f"the run used the {h.api} API, workload '{workload.id}' declares {workload.api}"
+        )
+    if h.hardware is not None and h.hardware != pkg.hardware.target.label:
+        out.append(f"the run names hardware '{h.hardware}', the target is "
+                   f"'{pkg.hardware.target.label}'")  # fmt: skip
+    if ev.version >= 2:
+        served = pkg.serve.served_model_name or pkg.model.repo
+        if h.model != served or (h.served_models is not None and served not in h.served_models):
+            out.append(f"the run asked for model '{h.model}' of {list(h.served_models or [])}; "
+                       f"the package serves '{served}'")  # fmt: skip
+    if h.seed != workload.seed:
+        out.append(f"the run's seed is {h.seed}, workload '{workload.id}' declares {workload.seed}")
+    return out
+
+
+@rule(
+    "SK124",
+    "records-belong",
+    "A run's header matches the package: engine name and version, served model, API, "
+    "hardware, seed (what a v1 file lacks is listed as cannot verify).",
+    "Figures of another engine, model or machine are not sold as this configuration's.",
+)
+def records_belong(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        workload = ctx.workload_of(run)
+        problems = _header_problems(ctx, run, ev, workload) if workload else []
+        if problems:
+            yield finding(
+                "SK124", f"{where}.file", f"{run.file}: {'; '.join(problems)}",
+                "measure this package's engine, model and hardware, or fix the package",
+                ctx.figures_using(run.id),
+            )  # fmt: skip
+
+
+def _range_problems(ev: Evidence, w: Workload) -> list[str]:
+    lo, hi = w.prompt_tokens.min, w.prompt_tokens.max
+    out = []
+    for r in ev.requests:
+        if r.requested_output_tokens is not None and r.requested_output_tokens != w.output_tokens:
+            out.append(f"{r.id} requested {r.requested_output_tokens} output tokens")
+        if r.requested_prompt_tokens is not None and not lo <= r.requested_prompt_tokens <= hi:
+            out.append(f"{r.id} asked for a {r.requested_prompt_tokens}-token prompt")
+        if (
+            r.ok
+            and r.prompt_tokens is not None
+            and not (lo * (1 - PROMPT_DRIFT) <= r.prompt_tokens <= hi * (1 + PROMPT_DRIFT))
+        ):
+            out.append(f"{r.id} sent a {r.prompt_tokens}-token prompt")
+    spec = ev.header.workload
+    if spec is not None:
+        asked = (spec.prompt_min, spec.prompt_max, spec.output_tokens, spec.requests, spec.warmup)
+        declared = (lo, hi, w.output_tokens, w.measured_requests, w.warmup_requests)
+        if asked != declared or not set(w.concurrencies) <= set(spec.concurrencies):
+            out.append(f"the header's workload {asked} is not the declared {declared}")
+    return out
+
+
+@rule(
+    "SK125",
+    "workload-ranges",
+    "Requested output tokens equal the workload's, requested and counted prompt lengths lie "
+    "in its declared range (2 % drift allowed for counted ones), and a v2 header's workload "
+    "is the declared one.",
+    "A workload is described as it was run, not as it was meant to be.",
+)
+def workload_ranges(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        workload = ctx.workload_of(run)
+        problems = _range_problems(ev, workload) if workload else []
+        if problems:
+            yield finding(
+                "SK125",
+                f"{where}.file",
+                f"{run.file}: {len(problems)} departure(s) from workload '{run.workload}', "
+                f"first: {problems[0]}",
+                "declare the prompt range and output length that were run",
+                ctx.figures_using(run.id),
+            )
+
+
+@rule(
+    "SK126",
+    "achieved-concurrency",
+    "A figure labelled concurrency N rests on at least N measured requests per run, and the "
+    "time-weighted mean in flight over the steady window is within concurrency_tolerance_pct of N.",
+    "A concurrency label describes the load that was really applied.",
+)
+def achieved_concurrency(ctx: Context) -> Findings:
+    tol = ctx.package.measurements.concurrency_tolerance_pct
+    if tol > MAX_CONCURRENCY_TOLERANCE_PCT:
+        yield finding(
+            "SK126", "measurements.concurrency_tolerance_pct",
+            f"a {tol:g} % concurrency tolerance lets a label exceed the applied load by more "
+            f"than {MAX_CONCURRENCY_TOLERANCE_PCT:g} %", "label figures with the load applied",
+            tuple(f.id for _, f in ctx.measured_figures()),
+        )  # fmt: skip
+    for where, f in ctx.measured_figures():
+        for run_id in f.runs:
+            ev = ctx.evidence(run_id) if ctx.package.run(run_id) else None
+            if ev is None or not ev.measured(f.concurrency):
+                continue
+            yield from _load(ctx, where, f, run_id, len(ev.measured(f.concurrency)), tol)
+
+
+def _load(ctx: Context, where: str, f: Figure, run_id: str, count: int, tol: float) -> Findings:
+    got = ctx.achieved(run_id, f.concurrency)
+    if count < f.concurrency:
+        problem = f"only {count} measured requests at concurrency {f.concurrency}"
+    elif got is None or abs(got - f.concurrency) > f.concurrency * tol / 100:
+        shown = "none" if got is None else f"{got:.2f}"
+        problem = (f"the records keep {shown} requests in flight on average over the steady "
+                   f"window, not {f.concurrency} (tolerance {tol:g} %)")  # fmt: skip
+    else:
+        return
+    yield finding(
+        "SK126", f"{where}.concurrency", f"'{f.label}', run {run_id}: {problem}",
+        "label the figure with the load that was applied, or re-measure", (f.id,),
+    )  # fmt: skip
+
+
+def _file_digest(ctx: Context, run: Run) -> str:
+    return hashlib.sha256(ctx.loaded.path(run.file).read_bytes()).hexdigest()
+
+
+@rule(
+    "SK127",
+    "run-identity",
+    "Each run is its own file: no two runs share a file, its contents or its run_uid.",
+    "Replicates are separate measurements, not one file counted twice.",
+)
+def run_identity(ctx: Context) -> Findings:
+    seen: dict[str, str] = {}
+    for where, run, ev in ctx.runs_with_evidence():
+        keys = [f"file {run.file}", f"contents {_file_digest(ctx, run)}"]
+        keys += [f"run_uid {ev.header.run_uid}"] if ev.header.run_uid else []
+        for key in keys:
+            if key in seen:
+                yield finding(
+                    "SK127", f"{where}.file", f"run {run.id} has the same {key.split()[0]} as run "
+                    f"{seen[key]}", "give each run its own evidence file from its own measurement",
+                    ctx.figures_using(run.id) + ctx.figures_using(seen[key]),
+                )  # fmt: skip
+                break
+            seen[key] = run.id
+
+
+@rule(
+    "SK128",
+    "all-runs-used",
+    "A measured figure uses every current run of its workload and configuration; a run left "
+    "out is retracted with a reason and a date.",
+    "Runs that disagree are not quietly dropped to make the rest agree.",
+)
+def all_runs_used(ctx: Context) -> Findings:
+    pkg = ctx.package
+    for where, f in ctx.measured_figures():
+        first = pkg.run(f.runs[0]) if f.runs else None
+        if first is None:
+            continue
+        group = [
+            r.id
+            for r in pkg.measurements.runs
+            if (r.workload, r.config) == (first.workload, first.config)
+        ]
+        missing = [r for r in group if r not in f.runs and pkg.run(r) and pkg.run(r).current]  # type: ignore[union-attr]
+        retracted = [r for r in f.runs if (run := pkg.run(r)) is not None and not run.current]
+        retracted += sorted({r for r in f.runs if f.runs.count(r) > 1})  # one run named twice
+        if missing or retracted:
+            what = (
+                f"leaves out current run(s) {missing}"
+                if missing
+                else f"uses retracted or repeated run(s) {retracted}"
+            )
+            yield finding(
+                "SK128", f"{where}.runs", f"'{f.label}' {what}",
+                "name every current run of the configuration; retract a run (status: retracted, "
+                "reason, date) to leave it out", (f.id,),
+            )  # fmt: skip
+
+
+def _window(ev: Evidence) -> tuple[float, float] | None:
+    try:
+        anchor = dt.datetime.fromisoformat(ev.header.started_at).timestamp()
+    except ValueError:
+        return None
+    if not ev.requests:
+        return None
+    ends = [r.t_end if r.t_end is not None else r.t_send for r in ev.requests]
+    return anchor + min(r.t_send for r in ev.requests), anchor + max(ends)
+
+
+def _durations(ev: Evidence) -> list[tuple[float, ...]]:
+    return sorted(
+        (round(r.t_end - r.t_send, 7), *(round(t - r.t_send, 7) for t in r.t_content[:4]))
+        for r in ev.requests
+        if r.t_end is not None and not r.warmup
+    )
+
+
+def _same_server(a: Evidence, b: Evidence) -> bool:
+    """Same endpoint; a loopback endpoint is the same server only from the same host."""
+    if a.header.endpoint != b.header.endpoint:
+        return False
+    loopback = urlparse(a.header.endpoint).hostname in ("127.0.0.1", "localhost", "::1")
+    return not loopback or a.header.host == b.header.host
+
+
+def _dependence(a: Evidence, b: Evidence) -> str | None:
+    wa, wb = _window(a), _window(b)
+    same = _same_server(a, b)
+    if same and wa and wb and wa[0] < wb[1] and wb[0] < wa[1]:
+        return "its records overlap in time with"
+    da, db = _durations(a), _durations(b)
+    shared = sum(1 for x, y in zip(da, db, strict=False) if x == y)
+    if da and shared * 2 > len(da):
+        return f"repeats the per-request timings ({shared} of {len(da)} requests) of"
+    return None
+
+
+@rule(
+    "SK129",
+    "independent-replicates",
+    "Runs are independent: no run repeats another's per-request timings, and no two runs on "
+    "the same endpoint overlap in time.",
+    "Two runs agreeing is evidence only when they were measured separately.",
+)
+def independent_replicates(ctx: Context) -> Findings:
+    runs = list(ctx.runs_with_evidence())
+    for (_, ra, ea), (wb, rb, eb) in itertools.combinations(runs, 2):
+        if not (ra.current and rb.current):
+            continue
+        how = _dependence(eb, ea)
+        if how:
+            yield finding(
+                "SK129", f"{wb}.file", f"run {rb.id} {how} run {ra.id}",
+                "measure each replicate on its own, one after the other",
+                ctx.figures_using(ra.id) + ctx.figures_using(rb.id),
+            )  # fmt: skip

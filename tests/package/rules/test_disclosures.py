@@ -1,0 +1,57 @@
+"""Disclosures: modality, context and simulator, read from what the records exercised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.package.rules.helpers import Definition, Lines, fired
+
+VISION = {"modality": "vision", "component": "ViT tower", "parameters": 400}
+
+CASES: dict[str, dict[str, Any]] = {
+    "SK112": {"mutate": lambda d: d["model"]["modalities"].append(VISION)},
+    "SK113": {"mutate": lambda d: d.update(disclosures=[])},
+    "SK117": {"mutate": lambda d: [r.update(simulator=True) for r in d["measurements"]["runs"]]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_refuses(tmp_path: Path, rule: str) -> None:
+    assert rule in fired(tmp_path, **CASES[rule])
+
+
+def test_sk112_declared_vision_workload_that_sent_only_text(tmp_path: Path) -> None:
+    def claim(d: Definition) -> None:
+        d["model"]["modalities"].append(VISION)
+        d["workloads"][0]["modalities"] = ["text", "vision"]
+
+    assert "SK112" in fired(tmp_path, claim)
+
+
+def test_sk113_context_is_read_from_the_records(tmp_path: Path) -> None:
+    """The workload claims 2048 tokens covered; the records carried 544."""
+
+    def claim(d: Definition) -> None:
+        d["disclosures"] = []
+        d["workloads"][0]["prompt_tokens"] = {"min": 512, "max": 2016}
+
+    assert "SK113" in fired(tmp_path, claim)
+
+
+def test_sk117_simulator_named_by_its_engine_version(tmp_path: Path) -> None:
+    """The simulator flag was edited to false; the engine version still names the simulator."""
+
+    def hidden(lines: Lines) -> None:
+        lines[0].update(simulator=False, engine_version="servekit-sim 0.1.0", engine_name=None)
+
+    assert "SK117" in fired(tmp_path, evidence={"run-a": hidden})
+
+
+def test_sk117_simulator_header_without_the_flag_in_the_package(tmp_path: Path) -> None:
+    def sim(lines: Lines) -> None:
+        lines[0]["simulator"] = True
+
+    assert "SK117" in fired(tmp_path, evidence={"run-a": sim})

@@ -1,0 +1,92 @@
+"""Memory, cost and floor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.package.rules.helpers import Definition, Lines, figure, fired
+
+RATE = {
+    "usd_per_node_hour": 7.0,
+    "source": "provider price list",
+    "date": "2026-11-30",
+    "covers_whole_node": True,
+}
+
+
+def _cost(d: Definition, usd: float | None = None) -> None:
+    node_tps = figure(d, "otps-gpu-c4")["value"] * 2
+    true_usd = round(7.0 / (node_tps * 3600) * 1e6, 4)
+    d["cost"].update(
+        node_hourly_rate=RATE,
+        throughput_figure="otps-gpu-c4",
+        usd_per_million_output_tokens=usd or true_usd,
+    )
+
+
+FLOOR = {"requirement": "About 1 GiB of free memory per GPU."}
+
+CASES: dict[str, dict[str, Any]] = {
+    "SK110": {"mutate": lambda d: d.update(peak_memory={"published": True, "value_gib": 120.5, "source": "engine_preallocation"})},
+    "SK111": {"mutate": lambda d: d["cost"].update(usd_per_million_output_tokens=1.25)},
+    "SK132": {"mutate": lambda d: d["hardware"].update(floor=FLOOR)},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_refuses(tmp_path: Path, rule: str) -> None:
+    assert rule in fired(tmp_path, **CASES[rule])
+
+
+def test_sk110_preallocating_engine_whatever_the_source(tmp_path: Path) -> None:
+    profile = {"published": True, "value_gib": 20.0, "source": "measured_profile"}
+    assert "SK110" in fired(tmp_path, lambda d: d.update(peak_memory=profile))
+
+
+def test_sk110_preallocating_flag(tmp_path: Path) -> None:
+    profile = {"published": True, "value_gib": 2.0, "source": "measured_profile"}
+
+    def transformers(d: Definition, args: list[str]) -> None:
+        d["engine"]["name"] = "transformers"
+        d["serve"]["args"] = args
+        d["peak_memory"] = profile
+
+    assert "SK110" not in fired(tmp_path / "a", lambda d: transformers(d, []))
+    assert "SK110" in fired(tmp_path / "b", lambda d: transformers(d, ["--continuous-batching"]))
+
+
+def test_sk111_cost_with_a_sourced_rate_is_recomputed(tmp_path: Path) -> None:
+    assert "SK111" not in fired(tmp_path / "ok", _cost)
+    assert "SK111" in fired(tmp_path / "bad", lambda d: _cost(d, 0.01))
+
+
+def test_sk111_cost_from_a_simulator_throughput(tmp_path: Path) -> None:
+    def simulated(d: Definition) -> None:
+        _cost(d)
+        d["disclosures"].append({"topic": "simulator", "title": "sim", "text": "simulator"})
+        for r in d["measurements"]["runs"]:
+            r["simulator"] = True
+
+    def sim_header(lines: Lines) -> None:
+        lines[0]["simulator"] = True
+
+    assert "SK111" in fired(
+        tmp_path, simulated, evidence={"run-a": sim_header, "run-b": sim_header}
+    )
+
+
+def test_sk132_failed_attempt_with_evidence_proves_the_floor(tmp_path: Path) -> None:
+    attempt = {
+        "hardware": "1x L4",
+        "configuration": "tp 1",
+        "outcome": "failed (OOM)",
+        "reason": "weights do not fit",
+        "evidence": "licenses/MODEL_LICENSE.md",
+    }
+    floor = {**FLOOR, "attempts": [attempt]}
+    assert "SK132" not in fired(tmp_path / "a", lambda d: d["hardware"].update(floor=floor))
+    missing = {**FLOOR, "attempts": [{**attempt, "evidence": "evidence/oom.log"}]}
+    assert "SK132" in fired(tmp_path / "b", lambda d: d["hardware"].update(floor=missing))

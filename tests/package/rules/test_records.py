@@ -1,0 +1,158 @@
+"""Records: each hides one impossible or missing line in the JSON Lines evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servekit.package.load import load_package
+from servekit.package.rules import check
+from tests.package.factories import synthetic_records
+from tests.package.rules.helpers import Lines, figure, fired, measured, report
+
+
+def _nan_ttft(text: str) -> str:
+    lines = text.splitlines()
+    obj = json.loads(lines[3])
+    obj["t_end"] = 1e400  # json.dumps writes Infinity
+    lines[3] = json.dumps(obj)
+    return "\n".join(lines) + "\n"
+
+
+def _swap_first_token(lines: Lines) -> None:
+    r = measured(lines, 4)[0]
+    r["t_first_content"] = r["t_send"] - 0.01  # token before the request was sent
+    r["t_content"][0] = r["t_first_content"]
+
+
+def _inflate_tokens(lines: Lines) -> None:
+    for r in measured(lines, 4):
+        r["t_content"] = r["t_content"] + [r["t_end"] - 0.0005] * 40  # 72 events, 32 tokens
+
+
+def _duplicate(lines: Lines) -> None:
+    dup = dict(measured(lines, 4)[1], id=measured(lines, 4)[0]["id"])
+    lines[lines.index(measured(lines, 4)[1])] = dup
+
+
+def _drop_failure(lines: Lines) -> None:
+    lines.remove(measured(lines, 4)[-1])
+
+
+def _late_warmup(lines: Lines) -> None:
+    """The slowest measured request relabelled as a warmup, to leave the figures."""
+    slow = measured(lines, 4)[-1]
+    warm = next(r for r in lines[1:] if r["concurrency"] == 4 and r["warmup"])
+    warm["warmup"], slow["warmup"] = False, True
+    warm["id"], slow["id"] = slow["id"], warm["id"]
+
+
+FAILED = {
+    "run-a": synthetic_records("run-a", seed=7, number=1, failures=1),
+    "run-b": synthetic_records("run-b", seed=8, number=2),
+}
+
+CASES: dict[str, dict[str, Any]] = {
+    "SK116": {"runs": FAILED, "evidence": {"run-a": lambda lines: lines[0].update(requests_sent=len(lines) - 1)}},
+    "SK118": {"text": {"run-a": _nan_ttft}},
+    "SK119": {"evidence": {"run-a": _swap_first_token}},
+    "SK120": {"evidence": {"run-a": _inflate_tokens}},
+    "SK121": {"evidence": {"run-b": _duplicate}},
+    "SK122": {"runs": FAILED, "evidence": {"run-a": _drop_failure}},
+    "SK123": {"evidence": {"run-a": _late_warmup}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_refuses(tmp_path: Path, rule: str) -> None:
+    assert rule in fired(tmp_path, **CASES[rule])
+
+
+def test_sk119_rescaled_times_no_longer_span_the_run(tmp_path: Path) -> None:
+    """Every time halved (latencies halved, replicates still agree with each other)."""
+
+    def halve(lines: Lines) -> None:
+        for r in lines[1:]:
+            for key in ("t_start", "t_send", "t_first_event", "t_first_content", "t_end"):
+                r[key] = r[key] / 2 if r.get(key) is not None else None
+            r["t_content"] = [t / 2 for t in r["t_content"]]
+
+    assert "SK119" in fired(tmp_path, evidence={"run-a": halve, "run-b": halve})
+
+
+def test_sk118_nan_figure_value_is_refused_and_json_stays_valid(tmp_path: Path) -> None:
+    result = report(tmp_path, lambda d: figure(d, "ttft-p50-c1").update(value=float("nan")))
+    assert "SK118" in {v.rule for v in result.violations}
+    text = json.dumps(result.as_dict(), allow_nan=False)  # raises on NaN/Infinity
+    fig = next(f for f in json.loads(text)["figures"] if f["id"] == "ttft-p50-c1")
+    assert fig["value"] is None and fig["verdict"] == "refused" and "SK118" in fig["refused_by"]
+
+
+def test_sk118_infinity_in_records_keeps_json_valid(tmp_path: Path) -> None:
+    result = report(tmp_path, text={"run-a": _nan_ttft})
+    json.dumps(result.as_dict(), allow_nan=False)
+
+
+def test_sk116_disclosed_output_length_mismatch_passes(tmp_path: Path) -> None:
+    def short(lines: Lines) -> None:
+        measured(lines, 4)[0]["completion_tokens"] = 31
+        measured(lines, 4)[0]["t_content"].pop()
+
+    assert "SK116" in fired(tmp_path / "a", evidence={"run-a": short})
+    disclose = {"topic": "output_length", "title": "EOS", "text": "the engine ignores ignore_eos"}
+    assert "SK116" not in fired(
+        tmp_path / "b", lambda d: d["disclosures"].append(disclose), evidence={"run-a": short}
+    )
+
+
+def test_sk116_reports_the_error_rate_beside_the_figure(tmp_path: Path) -> None:
+    result = report(tmp_path, runs=FAILED)
+    fig = next(f for f in result.figures if f.id == "e2el-p99-c4")
+    assert fig.error_rate == pytest.approx(1 / 8) and fig.verdict == "refused"
+
+
+def test_sk122_v1_gap_in_request_indices(tmp_path: Path) -> None:
+    def v1_drop(lines: Lines) -> None:
+        lines[0]["format"] = "servekit.bench/v1"
+        for key in (
+            "requests_sent",
+            "run_uid",
+            "workload",
+            "serve",
+            "hardware",
+            "engine_name",
+            "served_models",
+        ):
+            lines[0].pop(key)
+        lines.remove(measured(lines, 4)[2])
+        clone = dict(measured(lines, 1)[0], id="r1-c4-m0099", concurrency=4)
+        lines.append(clone)
+
+    assert "SK122" in fired(tmp_path, evidence={"run-a": v1_drop})
+
+
+def test_sk123_no_warmup_needs_a_disclosure(tmp_path: Path) -> None:
+    def declare(d: dict[str, Any]) -> None:
+        d["workloads"][0]["warmup_requests"] = 0
+        d["disclosures"].append({"topic": "warmup", "title": "no warmup", "text": "cold"})
+
+    runs = {
+        "run-a": synthetic_records("run-a", seed=7, number=1, warmup=0),
+        "run-b": synthetic_records("run-b", seed=8, number=2, warmup=0),
+    }
+    assert "SK123" in fired(
+        tmp_path / "a", lambda d: d["workloads"][0].update(warmup_requests=0), runs
+    )
+    assert "SK123" not in fired(tmp_path / "b", declare, runs)
+
+
+def test_v1_evidence_lists_what_cannot_be_verified(tmp_path: Path) -> None:
+    def v1(lines: Lines) -> None:
+        lines[0]["format"] = "servekit.bench/v1"
+
+    result = report(tmp_path, evidence={"run-a": v1})
+    assert result.cannot_verify is not None and "run-a" in result.cannot_verify
+    assert check(load_package(tmp_path)).cannot_verify == result.cannot_verify

@@ -1,0 +1,103 @@
+"""The registry and the report: every rule is documented, carries its seed refusal and
+has a package in the tests that breaks it; a valid package passes every rule."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from servekit.errors import ClaimRuleError
+from servekit.package.rules import RULES, check, check_package, enforce
+from tests.package.factories import base_definition, default_runs, write_package
+from tests.package.rules.helpers import Definition, figure, fired
+
+HERE = Path(__file__).parent
+EXAMPLES = Path(__file__).parents[3] / "examples" / "packages"
+
+
+def test_valid_package_passes_every_rule(tmp_path: Path) -> None:
+    report = check(write_package(tmp_path))
+    assert report.ok, report.violations
+    assert {f.verdict for f in report.figures} == {"measured"}
+    assert all(f.recomputed is not None for f in report.figures)
+    assert report.cannot_verify == {}
+    enforce(report)  # does not raise
+
+
+def test_enforce_raises_with_the_rule_id(tmp_path: Path) -> None:
+    runs = default_runs()
+    d = base_definition(runs["run-a"])
+    figure(d, "ttft-p50-c1")["value"] = 1.0
+    with pytest.raises(ClaimRuleError) as info:
+        enforce(check(write_package(tmp_path, d, runs)))
+    assert [v.rule for v in info.value.violations] == ["SK101"]
+    assert info.value.violations[0].field == "measurements.figures[0].value"
+    assert info.value.exit_code == 4
+
+
+def test_refused_figures_name_their_rules(tmp_path: Path) -> None:
+    runs = default_runs()
+    d = base_definition(runs["run-a"])
+    figure(d, "ttft-p50-c1")["value"] = 1.0
+    write_package(tmp_path, d, runs)
+    report = check_package(tmp_path)
+    verdicts = {f.id: (f.verdict, f.refused_by) for f in report.figures}
+    assert verdicts["ttft-p50-c1"] == ("refused", ("SK101",))
+    assert verdicts["e2el-p99-c4"] == ("measured", ())
+    json.dumps(report.as_dict(), allow_nan=False)
+
+
+def test_retracted_figures_are_not_checked(tmp_path: Path) -> None:
+    def retract(d: Definition) -> None:
+        figure(d, "ttft-p50-c1").update(
+            value=1.0, status={"state": "retracted", "reason": "wrong run", "date": "2026-11-30"}
+        )
+
+    assert fired(tmp_path, retract) == set()
+
+
+@pytest.mark.parametrize("name", ["tiny-sim", "llama-850m-h200", "kimi-k3-8xb300"])
+def test_honest_examples_pass(name: str) -> None:
+    report = check_package(EXAMPLES / name)
+    assert report.ok, [(v.rule, v.message) for v in report.violations]
+
+
+def test_every_rule_carries_its_statement_and_seed_refusal() -> None:
+    assert len(RULES) >= 34
+    for rule in RULES.values():
+        assert re.fullmatch(r"SK1\d\d", rule.id) and rule.name and rule.statement
+        assert rule.seed_refusal and rule.family in {
+            "figures", "records", "runs", "speedups", "accuracy", "memory_cost", "disclosures", "pin",
+        }  # fmt: skip
+
+
+def test_docs_give_each_rule_what_it_reads_and_cannot_detect() -> None:
+    text = (Path(__file__).parents[3] / "docs" / "rules.md").read_text()
+    for rule in RULES.values():
+        section = text[text.index(f"#### {rule.id} `{rule.name}`") :][:2500]
+        assert rule.seed_refusal in section and "**Reads:**" in section
+        assert "**Cannot detect:**" in section, f"document what {rule.id} cannot detect"
+
+
+def _tested_ids(path: Path) -> set[str]:
+    """Rule ids a test module breaks: keys of its CASES, and ``test_skNNN_...`` functions."""
+    tree = ast.parse(path.read_text())
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and (m := re.match(r"test_sk(\d{3})_", node.name)):
+            ids.add(f"SK{m[1]}")
+        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and t.id == "CASES" for t in targets):
+                ids |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+    return ids
+
+
+def test_every_rule_has_a_test_in_its_family_module() -> None:
+    for rule in RULES.values():
+        module = HERE / f"test_{rule.family}.py"
+        assert rule.id in _tested_ids(module), f"{rule.id} has no breaking package in {module.name}"

@@ -1,0 +1,183 @@
+"""Runs: each hides a run that does not belong, ran another workload or load, or is not
+independent of another."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servekit.package.load import load_package
+from servekit.package.rules import check
+from tests.package.factories import edit_definition, synthetic_records
+from tests.package.rules.helpers import Definition, Lines, figure, fired, measured, report, run_def
+
+
+def _other_engine(lines: Lines) -> None:
+    lines[0]["engine_name"] = "sglang"
+
+
+def _long_prompts(lines: Lines) -> None:
+    for r in measured(lines, 4):
+        r["requested_prompt_tokens"] = r["prompt_tokens"] = 300
+
+
+def _sequential(lines: Lines) -> None:
+    """Concurrency 4 relabelled from requests that ran one at a time."""
+    clock = max(r["t_end"] for r in lines[1:]) + 1
+    for r in measured(lines, 4):
+        shift = clock - r["t_send"]
+        for key in ("t_start", "t_send", "t_first_event", "t_first_content", "t_end"):
+            r[key] += shift
+        r["t_content"] = [t + shift for t in r["t_content"]]
+        clock = r["t_end"] + 0.001
+
+
+def _same_start(lines: Lines) -> None:
+    lines[0]["started_at"] = "2026-11-30T00:00:00+00:00"
+
+
+def _second_file(d: Definition) -> None:
+    run_def(d, "run-b")["file"] = "evidence/run-a.jsonl"
+
+
+RUNS_DISAGREE = {
+    "run-a": synthetic_records("run-a", seed=7, number=1),
+    "run-b": synthetic_records("run-b", seed=8, number=2, ttft_ms=150.0),
+}
+
+CASES: dict[str, dict[str, Any]] = {
+    "SK104": {"runs": RUNS_DISAGREE},
+    "SK115": {"mutate": lambda d: d["workloads"][0].update(measured_requests=9)},
+    "SK124": {"evidence": {"run-b": _other_engine}},
+    "SK125": {"evidence": {"run-a": _long_prompts}},
+    "SK126": {"evidence": {"run-a": _sequential}},
+    "SK127": {"mutate": _second_file},
+    "SK128": {"mutate": lambda d: [figure(d, f["id"]).update(runs=["run-a"]) for f in d["measurements"]["figures"]]},
+    "SK129": {"evidence": {"run-b": _same_start}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_refuses(tmp_path: Path, rule: str) -> None:
+    assert rule in fired(tmp_path, **CASES[rule])
+
+
+def test_sk104_tolerance_widened_to_fit(tmp_path: Path) -> None:
+    mutate = lambda d: d["measurements"].update(tolerance_pct=30)  # noqa: E731
+    assert "SK104" in fired(tmp_path, mutate, RUNS_DISAGREE)
+
+
+def test_sk128_one_run_named_twice(tmp_path: Path) -> None:
+    def twice(d: Definition) -> None:
+        for f in d["measurements"]["figures"]:
+            f["runs"] = ["run-a", "run-a", "run-b"]
+
+    assert "SK128" in fired(tmp_path, twice)
+
+
+def test_sk104_replicates_within_tolerance_pass(tmp_path: Path) -> None:
+    runs = {
+        "run-a": synthetic_records("run-a", seed=7, number=1),
+        "run-b": synthetic_records("run-b", seed=8, number=2, ttft_ms=120.5),
+    }
+    assert "SK104" not in fired(tmp_path, runs=runs)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("engine_version", "0.10.0"), ("api", "chat"), ("hardware", "8x B300"), ("model", "other/model"), ("seed", 8)],
+)  # fmt: skip
+def test_sk124_header_fields_that_do_not_belong(tmp_path: Path, field: str, value: Any) -> None:
+    assert "SK124" in fired(
+        tmp_path, evidence={"run-a": lambda lines: lines[0].update({field: value})}
+    )
+
+
+def test_sk125_header_workload_must_be_the_declared_one(tmp_path: Path) -> None:
+    def other(lines: Lines) -> None:
+        lines[0]["workload"]["output_tokens"] = 16
+
+    assert "SK125" in fired(tmp_path, evidence={"run-a": other})
+
+
+def test_sk126_tolerance_widened_to_fit(tmp_path: Path) -> None:
+    mutate = lambda d: d["measurements"].update(concurrency_tolerance_pct=40)  # noqa: E731
+    assert "SK126" in fired(tmp_path, mutate)
+
+
+def test_sk126_achieved_concurrency_is_shown(tmp_path: Path) -> None:
+    result = report(tmp_path)
+    fig = next(f for f in result.figures if f.id == "e2el-p99-c4")
+    assert fig.achieved_concurrency is not None
+    assert all(3.6 <= v <= 4.0 for v in fig.achieved_concurrency.values())
+
+
+def test_sk126_fewer_requests_than_the_concurrency(tmp_path: Path) -> None:
+    def runs(n: int) -> dict[str, list[Any]]:
+        return {
+            "run-a": synthetic_records("run-a", seed=7, number=1, measured=n),
+            "run-b": synthetic_records("run-b", seed=8, number=2, measured=n),
+        }
+
+    def declare(n: int) -> Any:
+        return lambda d: d["workloads"][0].update(measured_requests=n)
+
+    assert fired(tmp_path / "a", declare(4), runs(4)) == set()
+    assert "SK126" in fired(tmp_path / "b", declare(3), runs(3))
+
+
+def test_sk127_copied_file_under_another_name(tmp_path: Path) -> None:
+    report(tmp_path)
+    shutil.copy(tmp_path / "evidence" / "run-a.jsonl", tmp_path / "evidence" / "run-c.jsonl")
+
+    def add_copy(d: Definition) -> None:
+        d["measurements"]["runs"].append(
+            {**run_def(d, "run-a"), "id": "run-c", "file": "evidence/run-c.jsonl"}
+        )
+        for f in d["measurements"]["figures"]:
+            f["runs"] = [*f["runs"], "run-c"]
+
+    edit_definition(tmp_path, add_copy)
+    assert "SK127" in {v.rule for v in check(load_package(tmp_path)).violations}
+
+
+def test_sk128_a_retracted_run_may_be_left_out(tmp_path: Path) -> None:
+    def retract_b(d: Definition) -> None:
+        run_def(d, "run-b")["status"] = {
+            "state": "retracted",
+            "reason": "engine restarted mid-run",
+            "date": "2026-11-30",
+        }
+        for f in d["measurements"]["figures"]:
+            f["runs"] = ["run-a"]
+
+    assert fired(tmp_path, retract_b) == set()
+
+
+def test_sk129_loopback_on_two_hosts_is_two_servers(tmp_path: Path) -> None:
+    def other_host(lines: Lines) -> None:
+        lines[0].update(started_at="2026-11-30T00:00:00+00:00", host="other-host")
+
+    def other_host_loopback(lines: Lines) -> None:
+        other_host(lines)
+        lines[0]["endpoint"] = lines[0]["endpoint"].replace("127.0.0.1", "gpu-node.internal")
+
+    assert "SK129" not in fired(tmp_path / "a", evidence={"run-b": other_host})
+    both = {
+        "run-a": lambda ls: ls[0].update(endpoint="http://gpu-node.internal:8000/v1"),
+        "run-b": other_host_loopback,
+    }
+    assert "SK129" in fired(tmp_path / "b", evidence=both)
+
+
+def test_sk129_shifted_copy_repeats_timings(tmp_path: Path) -> None:
+    """Run b is run a's records under new ids, in another time window."""
+    copied = [
+        r.model_copy(update={"run": "run-b", "id": r.id.replace("r1-", "r2-")})
+        for r in synthetic_records("run-a", seed=7, number=1)
+    ]
+    runs = {"run-a": synthetic_records("run-a", seed=7, number=1), "run-b": copied}
+    assert "SK129" in fired(tmp_path, runs=runs)
