@@ -95,7 +95,8 @@ def main() -> None:
         "correct": correct,
         "score": correct / len(qs),
         "answers": [
-            {"expected": a, "text": t, "answer": answer(t)} for t, (_, a) in zip(texts, qs, strict=True)
+            {"expected": a, "text": t, "answer": answer(t)}
+            for t, (_, a) in zip(texts, qs, strict=True)
         ],
     }
     print(json.dumps(record))

@@ -7,22 +7,19 @@ the versions of vLLM, torch and transformers with the sha256 of vLLM's installed
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from importlib import metadata
 
-from facts import hardware
+from facts import hardware, record_sha256
 
 
 def engine() -> dict[str, object]:
     import torch
 
-    dist = metadata.distribution("vllm")
-    record = dist.read_text("RECORD") or ""
     return {
-        "vllm": dist.version,
-        "record_sha256": hashlib.sha256(record.encode()).hexdigest(),
+        "vllm": metadata.version("vllm"),
+        "record_sha256": record_sha256("vllm"),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "transformers": metadata.version("transformers"),
