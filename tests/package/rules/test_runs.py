@@ -96,6 +96,17 @@ def test_sk124_header_fields_that_do_not_belong(tmp_path: Path, field: str, valu
     )
 
 
+def test_sk125_counted_prompt_tokens_far_from_the_calibrated_target(tmp_path: Path) -> None:
+    def inflate(lines: Lines) -> None:
+        lines[0].update(tokenizer="words; server /tokenize", workload=None)
+        lines[1]["prompt_tokens"] = 600  # in the declared range once it is widened
+
+    widen = lambda d: d["workloads"][0].update(prompt_tokens={"min": 500, "max": 600})  # noqa: E731
+    result = report(tmp_path, widen, evidence={"run-a": inflate})
+    messages = [v.message for v in result.violations if v.rule == "SK125"]
+    assert any("counted 600 prompt tokens for a calibrated 512" in m for m in messages), messages
+
+
 def test_sk125_header_workload_must_be_the_declared_one(tmp_path: Path) -> None:
     def other(lines: Lines) -> None:
         lines[0]["workload"]["output_tokens"] = 16

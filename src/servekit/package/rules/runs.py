@@ -17,7 +17,8 @@ from servekit.package.rules.registry import Findings, finding, rule
 
 MAX_TOLERANCE_PCT = 10.0  # replicates that may differ by more are not replicates
 MAX_CONCURRENCY_TOLERANCE_PCT = 25.0
-PROMPT_DRIFT = 0.02  # server-counted prompt tokens may differ from the target by 2 %
+PROMPT_DRIFT = 0.02
+CALIBRATED_DRIFT = 0.05  # calibrated prompts land within 0.2 % in the examples  # server-counted prompt tokens may differ from the target by 2 %
 
 
 @rule(
@@ -154,6 +155,15 @@ def records_belong(ctx: Context) -> Findings:
             )  # fmt: skip
 
 
+def _drifted(ev: Evidence, counted: int | None, requested: int | None) -> bool:
+    """Server-counted prompt tokens far from a target the harness calibrated against the
+    same server (``tokenizer`` names the calibration; uncalibrated runs are not compared)."""
+    calibrated = ev.header.tokenizer is not None and "uncalibrated" not in ev.header.tokenizer
+    if not calibrated or counted is None or not requested:
+        return False
+    return abs(counted - requested) > CALIBRATED_DRIFT * requested
+
+
 def _range_problems(ev: Evidence, w: Workload) -> list[str]:
     lo, hi = w.prompt_tokens.min, w.prompt_tokens.max
     out = []
@@ -168,6 +178,9 @@ def _range_problems(ev: Evidence, w: Workload) -> list[str]:
             and not (lo * (1 - PROMPT_DRIFT) <= r.prompt_tokens <= hi * (1 + PROMPT_DRIFT))
         ):
             out.append(f"{r.id} sent a {r.prompt_tokens}-token prompt")
+        elif _drifted(ev, r.prompt_tokens, r.requested_prompt_tokens):
+            out.append(f"{r.id} counted {r.prompt_tokens} prompt tokens for a calibrated "
+                       f"{r.requested_prompt_tokens}")  # fmt: skip
     spec = ev.header.workload
     if spec is not None:
         asked = (spec.prompt_min, spec.prompt_max, spec.output_tokens, spec.requests, spec.warmup)
@@ -279,12 +292,12 @@ def all_runs_used(ctx: Context) -> Findings:
         first = pkg.run(f.runs[0]) if f.runs else None
         if first is None:
             continue
-        group = [
+        key = (first.workload, first.config)
+        missing = [
             r.id
             for r in pkg.measurements.runs
-            if (r.workload, r.config) == (first.workload, first.config)
+            if (r.workload, r.config) == key and r.current and r.id not in f.runs
         ]
-        missing = [r for r in group if r not in f.runs and pkg.run(r) and pkg.run(r).current]  # type: ignore[union-attr]
         retracted = [r for r in f.runs if (run := pkg.run(r)) is not None and not run.current]
         retracted += sorted({r for r in f.runs if f.runs.count(r) > 1})  # one run named twice
         if missing or retracted:
