@@ -30,14 +30,18 @@ def hardware() -> dict[str, object]:
     return {"gpu": name, "count": len(out), "memory_mib": int(mem_mib), "driver": driver}
 
 
+def record_sha256(distribution: str) -> str:
+    """sha256 of an installed distribution's RECORD, as importlib.metadata reads it."""
+    record = metadata.distribution(distribution).read_text("RECORD") or ""
+    return hashlib.sha256(record.encode()).hexdigest()
+
+
 def engine() -> dict[str, object]:
     import torch
 
-    dist = metadata.distribution("transformers")
-    record = dist.read_text("RECORD") or ""
     return {
-        "transformers": dist.version,
-        "record_sha256": hashlib.sha256(record.encode()).hexdigest(),
+        "transformers": metadata.version("transformers"),
+        "record_sha256": record_sha256("transformers"),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": sys.version.split()[0],

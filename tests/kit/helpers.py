@@ -48,6 +48,10 @@ def expected_argv(pkg: Package) -> list[str]:
     s, m = pkg.serve, pkg.model
     model = [s.model_arg] if s.model_arg else []
     tail = ["--host", "0.0.0.0", "--port", str(s.port)]
+    named = ["--served-model-name", s.served_model_name] if s.served_model_name else []
+    if s.model_dir is not None:  # converted weights: the directory, no Hub revision
+        names = named if pkg.engine.name in ("vllm", "sglang") else []
+        return [*s.entrypoint, *model, s.model_dir, *s.args, *names, *tail]
     match pkg.engine.name:
         case "vllm":
             pin = ["--revision", m.commit, "--code-revision", m.commit]

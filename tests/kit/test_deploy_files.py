@@ -61,12 +61,17 @@ def _gated(data: dict[str, Any]) -> None:
     data["serve"]["model_arg"] = "--model"
 
 
+def _converted(data: dict[str, Any]) -> None:
+    data["serve"]["model_dir"] = "/models/converted-bf16"
+
+
 VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {
     "fixture": None,
     "multinode": _multinode,
     "sglang": _engine("sglang", ["python3", "-m", "sglang.launch_server"]),
     "transformers": _engine("transformers", ["transformers", "serve"]),
     "gated": _gated,
+    "converted": _converted,
 }
 
 
@@ -320,3 +325,58 @@ def test_escaping_keeps_dollar_signs_literal(tmp_path: Path) -> None:
         "containers"
     ][0]
     assert "{{ $$(name) }} costs $5" in container["args"]
+
+
+# --- converted weights (serve.model_dir) ---------------------------------------------------
+
+
+def test_converted_weights_are_mounted_read_only(tmp_path: Path) -> None:
+    _, files = _deploy(package_copy(tmp_path, _converted))
+    assert "--revision" not in compose_service(files["deploy/compose.yaml"], "engine")[0]
+    volumes = yaml.safe_load(files["deploy/compose.yaml"])["services"]["engine"]["volumes"]
+    assert volumes[-1] == (
+        "${MODEL_DIR:?set MODEL_DIR to the converted model directory (README)}"
+        ":/models/converted-bf16:ro"
+    )
+    spec = yaml.safe_load(files["deploy/k8s/deployment.yaml"])["spec"]["template"]["spec"]
+    mounts = {m["name"]: m for m in spec["containers"][0]["volumeMounts"]}
+    assert mounts["model"] == {
+        "name": "model",
+        "mountPath": "/models/converted-bf16",
+        "readOnly": True,
+    }
+    volumes_k8s = {v["name"]: v for v in spec["volumes"]}
+    assert volumes_k8s["model"]["hostPath"] == {
+        "path": "/models/converted-bf16",
+        "type": "Directory",
+    }
+
+
+def test_multinode_workers_mount_the_converted_weights(tmp_path: Path) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        _multinode(data)
+        _converted(data)
+
+    _, files = _deploy(package_copy(tmp_path, edit))
+    compose = yaml.safe_load(files["deploy/compose.yaml"])["services"]
+    for name in ("leader", "worker"):
+        assert compose[name]["volumes"][-1].endswith(":/models/converted-bf16:ro")
+
+
+def test_launch_sh_stops_until_the_converted_weights_are_there(tmp_path: Path) -> None:
+    model_dir = tmp_path / "weights" / "bf16"
+
+    def edit(data: dict[str, Any]) -> None:
+        data["serve"]["model_dir"] = str(model_dir)
+
+    pkg, files = _deploy(package_copy(tmp_path, edit))
+    script = tmp_path / "launch.sh"
+    script.write_bytes(files["deploy/launch.sh"])
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    missing = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert f"{model_dir}: put the converted model here first" in missing.stderr
+    model_dir.mkdir(parents=True)
+    (run,) = _run_launch(tmp_path, files["deploy/launch.sh"], [pkg.serve.entrypoint[0]])
+    assert run["argv"][2] == str(model_dir)
+    assert_flag_for_flag(run["argv"], pkg)

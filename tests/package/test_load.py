@@ -134,3 +134,16 @@ def test_every_problem_is_listed_at_once(pkg: Path) -> None:
     with pytest.raises(PackageSchemaError) as info:
         load_package(pkg)
     assert {p.field for p in info.value.problems} == {"model.shard_count", "engine.build"}
+
+
+@pytest.mark.parametrize("model_dir", ["models/bf16", "/models/../etc", "/models//bf16", "/m d"])
+def test_model_dir_is_a_plain_absolute_path(pkg: Path, model_dir: str) -> None:
+    _edit(pkg, "serve:", f"serve:\n  model_dir: {model_dir!r}")
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    assert info.value.problems[0].field == "serve.model_dir"
+
+
+def test_model_dir_loads(pkg: Path) -> None:
+    _edit(pkg, "serve:", "serve:\n  model_dir: /models/converted-bf16")
+    assert load_package(pkg).package.serve.model_dir == "/models/converted-bf16"

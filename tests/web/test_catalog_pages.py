@@ -34,6 +34,7 @@ def test_catalog_lists_every_published_version(base_url: str) -> None:
     assert cards_on(html) == [
         ("kimi-k3-8xb300", "1.0.0"),
         ("llama-850m-h200", "1.0.0"),
+        ("smollm2-135m-vllm-h200", "1.0.0"),
         ("tiny-sim", "0.1.0"),
     ]
 
@@ -56,7 +57,8 @@ def test_k3_card_shows_its_reported_latency_at_concurrency_8_with_its_source(
     [
         ({"engine": "transformers"}, ["llama-850m-h200"]),
         ({"model": "moonshotai/Kimi-K3"}, ["kimi-k3-8xb300"]),
-        ({"gpu": "H200", "engine": "vllm"}, []),
+        ({"gpu": "H200", "engine": "vllm"}, ["smollm2-135m-vllm-h200"]),
+        ({"gpu": "B300", "engine": "transformers"}, []),
     ],
 )
 def test_filters(base_url: str, params: dict[str, str], expected: list[str]) -> None:
@@ -127,4 +129,4 @@ def test_secure_headers(base_url: str, path: str) -> None:
 def test_bad_page_number_is_refused(base_url: str) -> None:
     assert httpx.get(base_url + "/", params={"page": "0"}).status_code == 422
     last = httpx.get(base_url + "/", params={"page": "99"}).text
-    assert len(cards_on(last)) == 3  # clamped to the last page
+    assert len(cards_on(last)) == 4  # clamped to the last page

@@ -4,8 +4,9 @@ The argument vector is, in this order::
 
     entrypoint  [model_arg]  MODEL  revision pin  args  [served name]  [host]  [port]
 
-``MODEL`` is ``model.repo``; the revision pin makes the engine load ``model.commit``
-and nothing else: vLLM gets ``--revision``, ``--code-revision`` and
+``MODEL`` is ``model.repo``, or ``serve.model_dir`` when the publisher converted the
+weights (the operator mounts the converted copy there; no Hub revision applies to it). The
+revision pin makes the engine load ``model.commit`` and nothing else: vLLM gets ``--revision``, ``--code-revision`` and
 ``--tokenizer-revision``, SGLang ``--revision``, and ``transformers serve`` the
 ``REPO@COMMIT`` form; servekit's simulator (``servekit-sim``) loads no weights and
 needs none. ``args`` are copied exactly. The served name, host (``0.0.0.0``)
@@ -26,6 +27,9 @@ HF_CACHE_DIR = "/var/cache/huggingface"
 HF_TOKEN = "HF_TOKEN"
 """Read from the operator's environment (or a Kubernetes secret) for gated models only."""
 TOKEN_SECRET = "hf-token"
+MODEL_DIR_VAR = "MODEL_DIR"
+"""The operator's host directory holding converted weights (``serve.model_dir``)."""
+MODEL_VOLUME = "model"
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,10 @@ def _sets(args: tuple[str, ...], flag: str) -> bool:
 
 def _model_part(package: Package, engine: EngineProfile) -> list[str]:
     model = package.model
-    name = f"{model.repo}@{model.commit}" if engine.revision_in_model else model.repo
     flag = [package.serve.model_arg] if package.serve.model_arg else []
+    if package.serve.model_dir is not None:
+        return [*flag, package.serve.model_dir]
+    name = f"{model.repo}@{model.commit}" if engine.revision_in_model else model.repo
     return [*flag, name, *(t for f in engine.revision_flags for t in (f, model.commit))]
 
 

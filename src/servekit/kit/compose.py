@@ -3,7 +3,8 @@
 Compose interpolates ``$`` in every string, so each ``$`` servekit copies from the
 package is written ``$$`` (Compose turns it back into one ``$``). The only
 interpolations are servekit's own: the host's Hugging Face cache directory, the
-Hugging Face token of a gated model, and a multi-node worker's leader address.
+Hugging Face token of a gated model, a multi-node worker's leader address, and the
+directory of converted weights (``serve.model_dir``).
 ``entrypoint`` + ``command`` is exactly :func:`servekit.kit.command.serve_argv`.
 """
 
@@ -15,6 +16,7 @@ import yaml
 
 from servekit.kit.command import (
     HF_TOKEN,
+    MODEL_DIR_VAR,
     MultiNode,
     container_env,
     gpus_per_node,
@@ -43,6 +45,15 @@ def _environment(package: Package, extra: dict[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
+def _model_volume(package: Package) -> list[str]:
+    """The operator's converted weights, mounted read-only where the engine reads them."""
+    target = package.serve.model_dir
+    if target is None:
+        return []
+    host = f"${{{MODEL_DIR_VAR}:?set {MODEL_DIR_VAR} to the converted model directory (README)}}"
+    return [f"{host}:{escape(target)}:ro"]
+
+
 def _gpus(package: Package) -> dict[str, Any]:
     device = {"driver": "nvidia", "count": gpus_per_node(package), "capabilities": ["gpu"]}
     return {"resources": {"reservations": {"devices": [device]}}}
@@ -57,7 +68,7 @@ def _service(
         "entrypoint": [escape(a) for a in argv[:entry]],
         "command": [escape(a) for a in argv[entry:]],
         "environment": _environment(package, extra_env),
-        "volumes": [f"{HOST_CACHE}:{hf_cache_dir(package)}"],
+        "volumes": [f"{HOST_CACHE}:{hf_cache_dir(package)}", *_model_volume(package)],
         "ipc": "host",
         "deploy": _gpus(package),
     }

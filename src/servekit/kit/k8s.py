@@ -15,6 +15,7 @@ import yaml
 
 from servekit.kit.command import (
     HF_TOKEN,
+    MODEL_VOLUME,
     TOKEN_SECRET,
     MultiNode,
     container_env,
@@ -73,6 +74,9 @@ def _container(package: Package, argv: list[str], entry: int, serving: bool) -> 
             {"name": "dshm", "mountPath": "/dev/shm"},
         ],
     }
+    if package.serve.model_dir is not None:
+        mount = {"name": MODEL_VOLUME, "mountPath": package.serve.model_dir, "readOnly": True}
+        container["volumeMounts"].append(mount)
     if serving:
         port = package.serve.port
         container["ports"] = [{"name": "http", "containerPort": port}]
@@ -81,13 +85,16 @@ def _container(package: Package, argv: list[str], entry: int, serving: bool) -> 
 
 
 def _pod_spec(container: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "containers": [container],
-        "volumes": [
-            {"name": "hf-cache", "emptyDir": {}},
-            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-        ],
-    }
+    volumes: list[dict[str, Any]] = [
+        {"name": "hf-cache", "emptyDir": {}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+    ]
+    for mount in container["volumeMounts"]:
+        if mount["name"] == MODEL_VOLUME:
+            # Converted weights: the node holds the directory at the same path (README).
+            host = {"path": mount["mountPath"], "type": "Directory"}
+            volumes.append({"name": MODEL_VOLUME, "hostPath": host})
+    return {"containers": [container], "volumes": volumes}
 
 
 def _dump(document: dict[str, Any], package: Package) -> bytes:

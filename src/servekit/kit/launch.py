@@ -3,7 +3,8 @@
 POSIX ``sh``. Every word is quoted with :func:`shlex.quote`, so the shell hands the
 engine exactly the serve argv and the package's environment (``shlex.split`` of the
 ``exec`` line gives the argv back). It uses the host's own Hugging Face cache: it
-does not set ``HF_HOME``. A package that spans nodes takes a role: ``leader``, or
+does not set ``HF_HOME``. Converted weights (``serve.model_dir``) are read from that path on
+the host, which the script checks first. A package that spans nodes takes a role: ``leader``, or
 ``worker LEADER_ADDRESS``.
 """
 
@@ -42,8 +43,17 @@ def _header(package: Package) -> list[str]:
     ]
 
 
+def _model_check(package: Package) -> list[str]:
+    """For converted weights: stop with a message unless their directory is there."""
+    path = package.serve.model_dir
+    if path is None:
+        return []
+    message = f"{path}: put the converted model here first (see README.md)"
+    return [f"[ -d {shlex.quote(path)} ] || {{ echo {shlex.quote(message)} >&2; exit 1; }}"]
+
+
 def _single(package: Package) -> list[str]:
-    return [f"exec {_words(serve_argv(package))}"]
+    return [*_model_check(package), f"exec {_words(serve_argv(package))}"]
 
 
 def _multi(package: Package, nodes: MultiNode) -> list[str]:
@@ -51,6 +61,7 @@ def _multi(package: Package, nodes: MultiNode) -> list[str]:
         'role="${1:-}"',
         'case "$role" in',
         "  leader)",
+        *(f"    {line}" for line in _model_check(package)),
         f"    {nodes.leader_setup}",
         f"    exec {_words(serve_argv(package))}",
         "    ;;",

@@ -49,6 +49,11 @@ RelPath = Annotated[
     StringConstraints(pattern=r"^[A-Za-z0-9._+-]+(/[A-Za-z0-9._+-]+)*$"),
     AfterValidator(_relative_path),
 ]
+AbsPath = Annotated[
+    str,
+    StringConstraints(pattern=r"^/[A-Za-z0-9._+-]+(/[A-Za-z0-9._+-]+)*$"),
+    AfterValidator(lambda v: "/" + _relative_path(v[1:])),
+]
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
@@ -308,6 +313,12 @@ class Serve(Model):
     env: tuple[EnvVar, ...] = ()
     port: int = Field(default=8000, ge=1, le=65535)
     served_model_name: str | None = None
+    model_dir: AbsPath | None = Field(
+        default=None,
+        description="An absolute path the engine serves in place of model.repo at model.commit, "
+        "for weights the publisher converted (a disclosure says how to make them): deploy files "
+        "mount the operator's copy there read-only and pin no Hub revision.",
+    )
 
 
 class GpuTarget(Model):
