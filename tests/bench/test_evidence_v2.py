@@ -89,6 +89,13 @@ def test_serve_config_reads_argv_file_or_package_yaml(tmp_path: Path) -> None:
         "env: [{name: A, value: '2'}]}\n"
     )
     assert from_file(pkg).argv == ("vllm", "serve", "org/m", "--seed", "0")
+    converted = tmp_path / "converted" / "package.yaml"
+    converted.parent.mkdir()
+    converted.write_text(
+        "model: {repo: org/m}\nserve: {entrypoint: [vllm, serve], model_dir: /models/m, "
+        "args: [--seed, '0']}\n"
+    )
+    assert from_file(converted).argv == ("vllm", "serve", "/models/m", "--seed", "0")
     bad = tmp_path / "bad.yaml"
     bad.write_text("argv: vllm serve\n")
     with pytest.raises(UsageError):

@@ -61,7 +61,8 @@ def from_file(path: Path) -> ServeConfig:
 def _package_argv(data: dict[str, Any]) -> dict[str, Any]:
     serve, model = data["serve"], data.get("model") or {}
     model_words = [serve["model_arg"]] if serve.get("model_arg") else []
-    argv = [*serve.get("entrypoint", []), *model_words, model.get("repo", "MODEL")]
+    served = serve.get("model_dir") or model.get("repo", "MODEL")  # as kit/command.py does
+    argv = [*serve.get("entrypoint", []), *model_words, served]
     argv += serve.get("args", [])
     env = {e["name"]: e["value"] for e in serve.get("env", []) if isinstance(e, dict)}
     return {"argv": argv, "env": env}
