@@ -30,6 +30,28 @@ class Settings(BaseModel):
         default=True,
         description="Show progress bars on a terminal (they are always off when output is not a TTY).",
     )
+    home: Path = Field(
+        default=Path("var"),
+        description="Where the store keeps its SQLite database (servekit.db) and the kit bytes.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the store's database (PostgreSQL with psycopg 3); "
+        "unset: SQLite at HOME/servekit.db.",
+    )
+    enterprise_threshold_usd: float = Field(
+        default=10_000,
+        ge=0,
+        description="Price at or above which a version needs a signed licence before purchase.",
+    )
+    payment_provider: str = Field(
+        default="sandbox",
+        description="Payment provider of the store: 'sandbox' (no money moves) or 'stripe'.",
+    )
+    stripe_api_key: str | None = Field(default=None, description="Stripe secret API key.")
+    stripe_webhook_secret: str | None = Field(
+        default=None, description="Stripe webhook signing secret (whsec_...)."
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

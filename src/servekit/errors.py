@@ -23,6 +23,16 @@ Exit codes (documented in ``docs/cli.md``):
 14    verification failed: receipt subjects do not match
 15    verification failed: unsafe or malformed archive
 16    verification failed: a file could not be read
+30    store: the database cannot be opened or migrated
+31    store: no such package, version, workspace or entitlement
+32    store: conflicts with what is recorded (owned, republished, reused key)
+33    store: a signed licence is required first
+34    store: not signed in, or a bad token
+35    store: signed in, but the role does not allow it
+36    store: the payment provider refused, or a webhook is not genuine
+37    store: the audit found a break in the chain or the ledger
+38    store: the version is not for sale (retracted)
+39    store: the download client could not fetch the kit
 ====  ==========================================================
 """
 
@@ -53,6 +63,19 @@ __all__ = [
     "UntrustedKeyError",
     "UsageError",
     "VerificationError",
+    "AlreadyOwnedError",
+    "AuditError",
+    "AuthenticationError",
+    "DownloadError",
+    "IdempotencyConflictError",
+    "LicenceRequiredError",
+    "NotForSaleError",
+    "PaymentError",
+    "PermissionDeniedError",
+    "StoreConflictError",
+    "StoreError",
+    "StoreNotFoundError",
+    "WebhookSignatureError",
 ]
 
 
@@ -286,3 +309,84 @@ class ReadError(VerificationError):
     """A file could not be read while verifying (permissions, I/O error, loop)."""
 
     exit_code = 16
+
+
+# --- store ---------------------------------------------------------------------
+
+
+class StoreError(Error):
+    """The store's database cannot be opened, migrated or written."""
+
+    exit_code = 30
+
+
+class StoreNotFoundError(StoreError):
+    """No such package, version, workspace, quote or entitlement (or not visible to you)."""
+
+    exit_code = 31
+
+
+class StoreConflictError(StoreError):
+    """The request conflicts with what the store has recorded."""
+
+    exit_code = 32
+
+
+class AlreadyOwnedError(StoreConflictError):
+    """The workspace already holds this version (or an active subscription)."""
+
+    exit_code = 32
+
+
+class IdempotencyConflictError(StoreConflictError):
+    """An idempotency key was reused for a different request."""
+
+    exit_code = 32
+
+
+class LicenceRequiredError(StoreError):
+    """The version needs a signed enterprise licence before it can be bought."""
+
+    exit_code = 33
+
+
+class AuthenticationError(StoreError):
+    """Not signed in, a wrong password, or an unknown or revoked token."""
+
+    exit_code = 34
+
+
+class PermissionDeniedError(StoreError):
+    """Signed in, but the member's role does not allow this."""
+
+    exit_code = 35
+
+
+class PaymentError(StoreError):
+    """The payment provider refused or failed."""
+
+    exit_code = 36
+
+
+class WebhookSignatureError(PaymentError):
+    """A webhook's signature does not verify with the configured secret."""
+
+    exit_code = 36
+
+
+class AuditError(StoreError):
+    """The audit found a break: a signature chain link or a ledger sum."""
+
+    exit_code = 37
+
+
+class NotForSaleError(StoreError):
+    """The version was retracted (or its package is not published) and is not sold."""
+
+    exit_code = 38
+
+
+class DownloadError(StoreError):
+    """The download client could not fetch or write the kit."""
+
+    exit_code = 39
