@@ -128,7 +128,7 @@ def test_concurrent_confirms_with_distinct_keys_buy_once(
     assert _counts(fresh_store)["postings"] == 2
 
 
-class InjectedFault(Exception):
+class InjectedFaultError(Exception):
     pass
 
 
@@ -146,7 +146,7 @@ def test_a_fault_after_any_statement_of_confirm_leaves_nothing(
         state["n"] += 1
         if state["n"] == state["fail_at"]:
             cursor.close()  # as a failed statement would leave it
-            raise InjectedFault(f"statement {state['n']}")
+            raise InjectedFaultError(f"statement {state['n']}")
 
     def attempt(fail_at: int) -> None:
         state.update(n=0, fail_at=fail_at)
@@ -155,14 +155,14 @@ def test_a_fault_after_any_statement_of_confirm_leaves_nothing(
 
     event.listen(fresh_store.engine, "after_cursor_execute", after)
     try:
-        with pytest.raises(InjectedFault), fresh_store.transaction() as s:  # count, roll back
+        with pytest.raises(InjectedFaultError), fresh_store.transaction() as s:  # count, roll back
             confirm(who, quote.id, "k", provider=SandboxProvider(), session=s)
             statements = state["n"]
-            raise InjectedFault("dry run")
+            raise InjectedFaultError("dry run")
         assert _counts(fresh_store) == before
         assert statements >= 8
         for fail_at in range(1, statements + 1):
-            with pytest.raises(InjectedFault):
+            with pytest.raises(InjectedFaultError):
                 attempt(fail_at)
             assert _counts(fresh_store) == before, f"partial write after statement {fail_at}"
         attempt(0)
