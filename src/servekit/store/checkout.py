@@ -184,6 +184,14 @@ def order_info(order: Order, *, session: Session) -> OrderInfo:
     )
 
 
+def workspace_order(principal: Principal, order_id: int, *, session: Session) -> OrderInfo:
+    """An order of the principal's workspace; any other answers "not found"."""
+    order = session.get(Order, order_id)
+    if order is None or order.workspace_id != principal.workspace_id:
+        raise StoreNotFoundError(f"no order {order_id}")
+    return order_info(order, session=session)
+
+
 def _request_sha(quote_id: int) -> str:
     return hashlib.sha256(canonical_json({"quote_id": quote_id})).hexdigest()
 
