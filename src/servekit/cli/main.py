@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from servekit import __version__, progress
 from servekit.cli import bench, catalog, demo, keys, kit, model, package, sim, verify
+from servekit.cli import store as store_cli
 from servekit.cli.output import stderr
 from servekit.config import load_settings
 from servekit.errors import Error
@@ -38,6 +39,7 @@ app.add_typer(verify.app, name="verify")
 app.add_typer(model.app, name="model")
 app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
+app.add_typer(store_cli.app, name="store")
 app.command("demo")(demo.demo)
 
 _state = {"verbose": False}
