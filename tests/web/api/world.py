@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 
 from servekit.store import accounts
@@ -66,7 +67,7 @@ def buy(
     return {"quote": q.json(), "order": r.json()}
 
 
-def sign(client: TestClient, token: str, ws: str, pkg: str, version: str) -> dict[str, Any]:
+def sign(client: httpx.Client, token: str, ws: str, pkg: str, version: str) -> dict[str, Any]:
     terms = client.get(
         f"/api/v1/workspaces/{ws}/licence-terms/{pkg}/{version}", headers=auth(token)
     )
