@@ -164,9 +164,11 @@ def get_quote(principal: Principal, quote_id: int, *, session: Session) -> Quote
     return _quote_info(row, session.get_one(PackageVersion, row.version_id))
 
 
-def order_info(order: Order, *, session: Session) -> OrderInfo:
+def order_info(order: Order, *, session: Session, entitlement_id: int | None = None) -> OrderInfo:
     ver = session.get_one(PackageVersion, order.version_id)
-    ent = session.scalar(select(Entitlement.id).where(Entitlement.order_id == order.id))
+    ent = entitlement_id or session.scalar(
+        select(Entitlement.id).where(Entitlement.order_id == order.id)
+    )
     assert ent is not None  # written in the same transaction as the order
     return OrderInfo(
         id=order.id,
@@ -260,18 +262,22 @@ def confirm(
     _for_sale(ver)
     _refuse_held(principal.workspace_id, ver, quote.kind, session)
     signature_id = _signature(principal, quote, ver, session)  # 4
-    order = _write_order(principal, quote, idempotency_key, digest, signature_id, session)  # 5
-    if quote.amount_cents > 0:
-        order.payment_ref = provider.charge(
+    payment_ref = None
+    if quote.amount_cents > 0:  # 5
+        payment_ref = provider.charge(
             quote.amount_cents,
             quote.currency,
             idempotency_key=f"servekit:{principal.workspace_id}:{idempotency_key}",
             memo=f"{ver.package_id} {ver.version} ({quote.kind})",
         )
-        order.provider = provider.name
+    order = _write_order(principal, quote, idempotency_key, digest, signature_id, session)
+    order.payment_ref = payment_ref
+    order.provider = provider.name if payment_ref is not None else None
+    session.flush()
+    if payment_ref is not None:
         ledger.sale(order.id, quote.amount_cents, quote.currency, provider.name, session=session)
-    _grant(order, ver, session)  # 6
-    return order_info(order, session=session)
+    entitlement_id = _grant(order, ver, session)  # 6
+    return order_info(order, session=session, entitlement_id=entitlement_id)
 
 
 def _write_order(
@@ -296,11 +302,10 @@ def _write_order(
         signature_id=signature_id,
     )
     session.add(order)
-    session.flush()
     return order
 
 
-def _grant(order: Order, ver: PackageVersion, session: Session) -> None:
+def _grant(order: Order, ver: PackageVersion, session: Session) -> int:
     ent = Entitlement(
         workspace_id=order.workspace_id,
         version_id=ver.id,
@@ -332,6 +337,7 @@ def _grant(order: Order, ver: PackageVersion, session: Session) -> None:
         )
     )
     session.flush()
+    return ent.id
 
 
 def refund_order(

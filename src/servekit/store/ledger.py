@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from servekit.store.models import JournalEntry, Posting
+from servekit.store.models import JournalEntry, Posting, utcnow
 from servekit.store.results import Balance
 
 REVENUE = "revenue:sales"
@@ -33,18 +33,25 @@ def post(
     order_id: int | None,
     session: Session,
 ) -> int:
-    """Write a sealed journal entry with ``postings`` (account, signed cents); returns its id."""
-    entry = JournalEntry(order_id=order_id, memo=memo, sealed=False)
-    session.add(entry)
-    session.flush()
-    session.add_all(
-        Posting(entry_id=entry.id, account=a, currency=currency, amount_cents=c)
-        for a, c in postings
+    """Write a sealed journal entry with ``postings`` (account, signed cents); returns its id.
+
+    Three statements, in Core (the ORM's unit of work tripled confirm's cost): the open
+    entry, its postings in one executemany, then the sealing UPDATE the database checks.
+    """
+    entry_id = session.execute(
+        insert(JournalEntry)
+        .values(order_id=order_id, memo=memo, sealed=False, created_at=utcnow())
+        .returning(JournalEntry.id)
+    ).scalar_one()
+    session.execute(
+        insert(Posting),
+        [
+            {"entry_id": entry_id, "account": a, "currency": currency, "amount_cents": c}
+            for a, c in postings
+        ],
     )
-    session.flush()
-    entry.sealed = True
-    session.flush()
-    return entry.id
+    session.execute(update(JournalEntry).where(JournalEntry.id == entry_id).values(sealed=True))
+    return int(entry_id)
 
 
 def sale(order_id: int, amount: int, currency: str, provider: str, *, session: Session) -> int:
