@@ -130,36 +130,24 @@ INSERT_ENTITLEMENT = (
 )
 
 
+def _entitlement_params(shop: Session, who: Principal, pkg: str, sig: int | None) -> dict[str, Any]:
+    """A raw order for ``pkg`` and the parameters of a raw entitlement insert for it."""
+    version = get_version(pkg, "1.0.0", session=shop).id
+    order = _raw_order(shop, who, version, "raw")
+    return {"w": who.workspace_id, "v": version, "o": order, "s": sig}
+
+
 def test_an_enterprise_entitlement_without_signature_is_rejected(shop: Session) -> None:
     who = member(shop, "acme")
     create_quote(who, "kimi-k3-8xb300", "1.0.0", OrderKind.PURCHASE, session=shop)
-    version = get_version("kimi-k3-8xb300", "1.0.0", session=shop).id
-    order = _raw_order(shop, who, version, "raw")
-    _rejected(
-        shop,
-        INSERT_ENTITLEMENT,
-        "needs a signature",
-        w=who.workspace_id,
-        v=version,
-        o=order,
-        s=None,
-    )
+    params = _entitlement_params(shop, who, "kimi-k3-8xb300", None)
+    _rejected(shop, INSERT_ENTITLEMENT, "needs a signature", **params)
 
 
 def test_a_signature_of_another_workspace_is_rejected_by_the_database(shop: Session) -> None:
     _, foreign_sig = _enterprise_buy(shop)
-    who = member(shop, "thief")
-    version = get_version("kimi-k3-8xb300", "1.0.0", session=shop).id
-    order = _raw_order(shop, who, version, "raw")
-    _rejected(
-        shop,
-        INSERT_ENTITLEMENT,
-        "needs a signature",
-        w=who.workspace_id,
-        v=version,
-        o=order,
-        s=foreign_sig,
-    )
+    params = _entitlement_params(shop, member(shop, "thief"), "kimi-k3-8xb300", foreign_sig)
+    _rejected(shop, INSERT_ENTITLEMENT, "needs a signature", **params)
 
 
 def test_an_entitlement_keeps_its_signature(shop: Session) -> None:
@@ -170,11 +158,7 @@ def test_an_entitlement_keeps_its_signature(shop: Session) -> None:
 def test_a_standard_entitlement_needs_no_signature(shop: Session) -> None:
     who = member(shop, "acme")
     create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=shop)
-    version = get_version("test-priced", "1.0.0", session=shop).id
-    order = _raw_order(shop, who, version, "raw")
-    shop.execute(
-        text(INSERT_ENTITLEMENT), {"w": who.workspace_id, "v": version, "o": order, "s": None}
-    )
+    shop.execute(text(INSERT_ENTITLEMENT), _entitlement_params(shop, who, "test-priced", None))
 
 
 def test_the_chain_refuses_a_row_that_does_not_follow_the_head(shop: Session) -> None:
