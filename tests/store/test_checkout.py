@@ -24,6 +24,7 @@ from servekit.store.licences import CLAUSES, sign_licence, terms_for
 from servekit.store.models import JournalEntry, OrderKind, OrderStatus, Posting, Role
 from servekit.store.payments import SandboxProvider
 from servekit.store.publishing import get_version, retract
+from servekit.store.results import OrderInfo, Principal
 from tests.store.conftest import Packages, member, publish_one
 
 SANDBOX = SandboxProvider()
@@ -38,20 +39,20 @@ def shop(db: Session, packages: Packages, key: Path, kits_dir: Path) -> Session:
 
 def _buy(
     session: Session,
-    who: object,
+    who: Principal,
     pkg: str,
     version: str | None,
     key: str,
     kind: OrderKind = OrderKind.PURCHASE,
-):  # type: ignore[no-untyped-def]
-    quote = create_quote(who, pkg, version, kind, session=session)  # type: ignore[arg-type]
-    return confirm(who, quote.id, key, provider=SANDBOX, session=session)  # type: ignore[arg-type]
+) -> OrderInfo:
+    quote = create_quote(who, pkg, version, kind, session=session)
+    return confirm(who, quote.id, key, provider=SANDBOX, session=session)
 
 
-def _sign(session: Session, who: object, pkg: str, version: str) -> int:
+def _sign(session: Session, who: Principal, pkg: str, version: str) -> int:
     terms = terms_for(pkg, version, session=session)
     sig = sign_licence(
-        who,  # type: ignore[arg-type]
+        who,
         pkg,
         version,
         licensed_entity="Example GmbH",

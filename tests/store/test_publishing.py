@@ -12,10 +12,11 @@ from sqlalchemy.orm import Session
 
 from servekit.errors import ClaimRuleError, StoreConflictError
 from servekit.store.publishing import catalog, cents, kit_path, publish, retract
+from servekit.store.results import PublishResult
 from tests.store.conftest import THRESHOLD, Packages
 
 
-def _publish(path: Path, key: Path, kits_dir: Path, db: Session):  # type: ignore[no-untyped-def]
+def _publish(path: Path, key: Path, kits_dir: Path, db: Session) -> PublishResult:
     return publish(path, key, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db)
 
 

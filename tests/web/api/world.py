@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from fastapi.testclient import TestClient
 
 from servekit.store import accounts
@@ -14,6 +13,7 @@ from servekit.store.payments import SandboxProvider
 from servekit.web.api import ApiContext, create_api_app
 from tests.store.conftest import Packages, publish_one
 
+Client = Any  # an httpx.Client: TestClient in-process, or a real one against uvicorn
 PASSWORD = "correct horse battery"
 WEBHOOK_SECRET = "whsec_api_test"
 
@@ -44,7 +44,7 @@ def _sign_in(client: TestClient, email: str) -> str:
 
 
 def buy(
-    client: TestClient,
+    client: Client,
     token: str,
     ws: str,
     pkg: str,
@@ -67,7 +67,7 @@ def buy(
     return {"quote": q.json(), "order": r.json()}
 
 
-def sign(client: httpx.Client, token: str, ws: str, pkg: str, version: str) -> dict[str, Any]:
+def sign(client: Client, token: str, ws: str, pkg: str, version: str) -> dict[str, Any]:
     terms = client.get(
         f"/api/v1/workspaces/{ws}/licence-terms/{pkg}/{version}", headers=auth(token)
     )
