@@ -36,7 +36,26 @@ class Settings(BaseModel):
     )
     home: Path = Field(
         default=Path("var"),
-        description="Directory where `servekit serve` keeps its state (store, development key).",
+        description="Where `servekit serve` and the store keep their state: the SQLite database "
+        "(servekit.db), the kit bytes and the development key.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the store's database (PostgreSQL with psycopg 3); "
+        "unset: SQLite at HOME/servekit.db.",
+    )
+    enterprise_threshold_usd: float = Field(
+        default=10_000,
+        ge=0,
+        description="Price at or above which a version needs a signed licence before purchase.",
+    )
+    payment_provider: str = Field(
+        default="sandbox",
+        description="Payment provider of the store: 'sandbox' (no money moves) or 'stripe'.",
+    )
+    stripe_api_key: str | None = Field(default=None, description="Stripe secret API key.")
+    stripe_webhook_secret: str | None = Field(
+        default=None, description="Stripe webhook signing secret (whsec_...)."
     )
 
 

@@ -5,7 +5,7 @@ render errors in one place (``servekit.cli.main``) and map each class to its
 ``exit_code``. Foreign exceptions are translated at the seam with
 ``raise ... from exc`` so callers only ever catch :class:`Error`.
 
-Exit codes (documented in ``docs/cli.md``):
+Exit codes (documented in ``docs/errors.md``):
 
 ====  ==========================================================
 0     success / verified
@@ -23,7 +23,19 @@ Exit codes (documented in ``docs/cli.md``):
 14    verification failed: receipt subjects do not match
 15    verification failed: unsafe or malformed archive
 16    verification failed: a file could not be read
-17+   verification failed: a specific kit refusal (docs/errors.md lists each)
+17-28 verification failed: a specific kit refusal (docs/errors.md lists each)
+30    store: the database cannot be opened or migrated
+31    store: no such package, version, workspace or entitlement
+32    store: conflicts with what is recorded (owned, republished, reused key)
+33    store: a signed licence is required first
+34    store: not signed in, or a bad token
+35    store: signed in, but the role does not allow it
+36    store: the payment provider refused, or a webhook is not genuine
+37    store: the audit found a break in the chain or the ledger
+38    store: the version is not for sale (retracted)
+39    store: the download client could not fetch the kit
+40    web: no such page, package or file
+41    web: the server cannot start (port, state directory, packages)
 45    fit: the model, its weights' headers or the layout cannot be sized
 46    fit: config.json names no known architecture or lacks a field
 47    fit: unknown GPU name
@@ -47,10 +59,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "AlreadyOwnedError",
     "ArchitectureError",
+    "AuditError",
+    "AuthenticationError",
     "BenchError",
     "ClaimRuleError",
     "ClaimViolation",
+    "DownloadError",
     "Error",
     "EvidenceError",
     "ExtraFileError",
@@ -63,12 +79,17 @@ __all__ = [
     "GpuNameError",
     "HeaderError",
     "HubError",
+    "IdempotencyConflictError",
+    "LicenceRequiredError",
     "MissingFileError",
+    "NotForSaleError",
     "NotFoundError",
     "PackageError",
     "PackageFileError",
     "PackageSchemaError",
     "ParallelLayoutError",
+    "PaymentError",
+    "PermissionDeniedError",
     "ReadError",
     "RegressionError",
     "ReplayError",
@@ -77,11 +98,15 @@ __all__ = [
     "ServeError",
     "SignatureError",
     "SigningKeyError",
+    "StoreConflictError",
+    "StoreError",
+    "StoreNotFoundError",
     "SubjectMismatchError",
     "UnsafeArchiveError",
     "UntrustedKeyError",
     "UsageError",
     "VerificationError",
+    "WebhookSignatureError",
 ]
 
 
@@ -510,3 +535,84 @@ class ServeError(Error):
     """`servekit serve` cannot start: the state directory or the address is unusable."""
 
     exit_code = 41
+
+
+# --- store ---------------------------------------------------------------------
+
+
+class StoreError(Error):
+    """The store's database cannot be opened, migrated or written."""
+
+    exit_code = 30
+
+
+class StoreNotFoundError(StoreError):
+    """No such package, version, workspace, quote or entitlement (or not visible to you)."""
+
+    exit_code = 31
+
+
+class StoreConflictError(StoreError):
+    """The request conflicts with what the store has recorded."""
+
+    exit_code = 32
+
+
+class AlreadyOwnedError(StoreConflictError):
+    """The workspace already holds this version (or an active subscription)."""
+
+    exit_code = 32
+
+
+class IdempotencyConflictError(StoreConflictError):
+    """An idempotency key was reused for a different request."""
+
+    exit_code = 32
+
+
+class LicenceRequiredError(StoreError):
+    """The version needs a signed enterprise licence before it can be bought."""
+
+    exit_code = 33
+
+
+class AuthenticationError(StoreError):
+    """Not signed in, a wrong password, or an unknown or revoked token."""
+
+    exit_code = 34
+
+
+class PermissionDeniedError(StoreError):
+    """Signed in, but the member's role does not allow this."""
+
+    exit_code = 35
+
+
+class PaymentError(StoreError):
+    """The payment provider refused or failed."""
+
+    exit_code = 36
+
+
+class WebhookSignatureError(PaymentError):
+    """A webhook's signature does not verify with the configured secret."""
+
+    exit_code = 36
+
+
+class AuditError(StoreError):
+    """The audit found a break: a signature chain link or a ledger sum."""
+
+    exit_code = 37
+
+
+class NotForSaleError(StoreError):
+    """The version was retracted (or its package is not published) and is not sold."""
+
+    exit_code = 38
+
+
+class DownloadError(StoreError):
+    """The download client could not fetch or write the kit."""
+
+    exit_code = 39

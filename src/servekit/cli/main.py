@@ -11,6 +11,7 @@ from rich.markup import escape
 import servekit.cli.feed as feed_cli
 from servekit import __version__, progress
 from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, serve, sim, verify
+from servekit.cli import store as store_cli
 from servekit.cli.output import stderr
 from servekit.config import load_settings
 from servekit.errors import Error
@@ -40,6 +41,7 @@ app.add_typer(model.app, name="model")
 app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
 app.add_typer(feed_cli.app, name="feed")
+app.add_typer(store_cli.app, name="store")
 app.command("demo")(demo.demo)
 app.command("fit")(fit.fit)
 app.command("serve")(serve.serve)

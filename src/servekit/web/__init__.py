@@ -1,1 +1,1 @@
-"""The web app: thin routes over the catalog (and, later, the store), typed page contexts."""
+"""The web layer: the HTML app (catalog pages, store flows) and the JSON API (``servekit.web.api``)."""

@@ -1,0 +1,219 @@
+"""``servekit store``: operate the store (publish, retract, audit, accounts) and download kits."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from servekit.cli.output import print_json, stdout
+from servekit.config import load_settings
+from servekit.errors import UsageError
+from servekit.store import operator
+from servekit.store.client import download_kit
+from servekit.store.models import Role
+
+app = typer.Typer(
+    help="The store: publish and retract versions, audit the ledger and licence chain, "
+    "manage accounts, serve the JSON API, download kits you hold.",
+    no_args_is_help=True,
+)
+
+JSON = typer.Option(False, "--json", help="Print the result as JSON.")
+
+
+def _dollars(cents: int | None) -> str:
+    return "-" if cents is None else f"${cents // 100:,}.{cents % 100:02d}"
+
+
+@app.command("migrate")
+def migrate_command() -> None:
+    """Apply every database migration (also done on every start) and print the revision."""
+    stdout.print(f"store at revision {operator.migrate_store(load_settings())}")
+
+
+@app.command("publish")
+def publish_command(
+    package_dir: Path = typer.Argument(..., help="Package directory (holds package.yaml)."),
+    key: Path = typer.Option(..., "--key", help="Private signing key (mode 0600)."),
+    as_json: bool = JSON,
+) -> None:
+    """Check the package (refused on any claim-rule violation), build and sign its kit,
+    store the kit content-addressed under SERVEKIT_HOME and record the version for sale.
+
+    Re-publishing the same version with the same bytes changes nothing; with other bytes
+    it is refused (exit 32): a changed package is a new version.
+    """
+    result = operator.publish_package(load_settings(), package_dir, key)
+    v = result.version
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    verb = "published" if result.created else "already published"
+    stdout.print(f"{verb}: {escape(v.package_id)} {escape(v.version)} ({v.tier})")
+    stdout.print(
+        f"price:        {_dollars(v.price_cents)}; maintenance {_dollars(v.maintenance_cents)}/year"
+    )
+    stdout.print(f"licence:      {escape(v.licence_name)} sha256:{v.licence_sha256}")
+    stdout.print(f"signed licence required: {'yes' if v.licence_required else 'no'}")
+    stdout.print(f"kit:          sha256:{v.kit_sha256} ({v.kit_bytes} bytes)")
+
+
+@app.command("retract")
+def retract_command(
+    package_id: str = typer.Argument(..., help="Package id."),
+    version: str = typer.Argument(..., help="Version to retract."),
+    reason: str = typer.Option(..., "--reason", help="Why; shown to holders."),
+) -> None:
+    """Hide a version from sale; workspaces that hold it keep it, marked retracted."""
+    v = operator.retract_version(load_settings(), package_id, version, reason)
+    stdout.print(
+        f"retracted {escape(v.package_id)} {escape(v.version)}: {escape(v.retract_reason or '')}"
+    )
+
+
+@app.command("list")
+def list_command(as_json: bool = JSON) -> None:
+    """List every published version with its price, tier and whether it is retracted."""
+    versions = operator.list_versions(load_settings())
+    if as_json:
+        print_json([v.model_dump(mode="json") for v in versions])
+        return
+    for v in versions:
+        flag = " (retracted)" if v.retracted else ""
+        stdout.print(
+            f"{escape(v.package_id)} {escape(v.version)}  {v.tier}  {_dollars(v.price_cents)}{flag}"
+        )
+
+
+@app.command("audit")
+def audit_command(as_json: bool = JSON) -> None:
+    """Recompute the licence signature chain and every ledger sum; report the first break.
+
+    Exits 0 when both hold, 37 (naming the first break) when not.
+    """
+    report = operator.audit_store(load_settings())
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    stdout.print(
+        f"audit ok: {report.signatures} signatures chained, "
+        f"{report.entries} journal entries ({report.postings} postings) balanced"
+    )
+
+
+@app.command("refund")
+def refund_command(
+    order_id: int = typer.Argument(..., help="Order id."),
+    reason: str = typer.Option(..., "--reason", help="Why; recorded on the entitlement."),
+) -> None:
+    """Refund an order: revoke its entitlement, reverse its ledger entry, queue the provider refund."""
+    order = operator.refund(load_settings(), order_id, reason)
+    stdout.print(
+        f"refunded order {order.id}: {_dollars(order.amount_cents)} ({escape(order.package_id)})"
+    )
+
+
+@app.command("add-user")
+def add_user_command(
+    email: str = typer.Argument(..., help="Email address (the login)."),
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="Read the password from stdin."
+    ),
+) -> None:
+    """Create a user; the password is prompted for (or read from stdin), hashed with argon2."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    stdout.print(f"user {operator.add_user(load_settings(), email, password)}: {escape(email)}")
+
+
+@app.command("add-workspace")
+def add_workspace_command(
+    slug: str = typer.Argument(..., help="Workspace slug (lower case, digits, '-')."),
+    owner: str = typer.Option(..., "--owner", help="Email of the owning user."),
+    name: str = typer.Option("", "--name", help="Display name (default: the slug)."),
+) -> None:
+    """Create a workspace owned by a user."""
+    operator.add_workspace(load_settings(), slug, name or slug, owner)
+    stdout.print(f"workspace {escape(slug)} owned by {escape(owner)}")
+
+
+@app.command("add-member")
+def add_member_command(
+    slug: str = typer.Argument(..., help="Workspace slug."),
+    email: str = typer.Argument(..., help="Email of the user."),
+    role: Role = typer.Option(Role.MEMBER, "--role", help="owner, buyer or member."),
+) -> None:
+    """Add a user to a workspace (or change their role): buyers may buy, members download."""
+    operator.add_member(load_settings(), slug, email, role)
+    stdout.print(f"{escape(email)} is {role.value} of {escape(slug)}")
+
+
+@app.command("add-token")
+def add_token_command(
+    slug: str = typer.Argument(..., help="Workspace slug."),
+    email: str = typer.Argument(..., help="Email of the member the token acts for."),
+    name: str = typer.Option("cli", "--name", help="A name to recognise the token by."),
+    as_json: bool = JSON,
+) -> None:
+    """Create an API token for downloads; it is printed once and stored only as a hash."""
+    token = operator.add_token(load_settings(), slug, email, name)
+    if as_json:
+        print_json(token.model_dump(mode="json"))
+        return
+    stdout.print(f"token {token.id} for {escape(email)} in {escape(slug)} (shown once):")
+    stdout.print(token.token)
+
+
+@app.command("erase-signer")
+def erase_signer_command(signature_id: int = typer.Argument(..., help="Signature id.")) -> None:
+    """Erase a licence signer's personal data (name, title, IP, user agent); the chain stays valid."""
+    operator.erase_signer(load_settings(), signature_id)
+    stdout.print(f"erased the personal data of signature {signature_id}")
+
+
+@app.command("send-outbox")
+def send_outbox_command() -> None:
+    """Send pending provider side effects (refunds) recorded by past transactions, once each."""
+    stdout.print(f"sent {operator.send_outbox(load_settings())} outbox messages")
+
+
+@app.command("serve")
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
+    port: int = typer.Option(8000, "--port", help="Port to bind (0: any free port)."),
+) -> None:
+    """Serve the store's JSON API (/api/v1, OpenAPI at /api/v1/openapi.json) with uvicorn."""
+    import uvicorn
+
+    from servekit.web.api.app import context_from_settings, create_api_app
+
+    uvicorn.run(create_api_app(context_from_settings(load_settings())), host=host, port=port)
+
+
+@app.command("download")
+def download_command(
+    ref: str = typer.Argument(..., help="ID or ID@VERSION (no version: the latest you hold)."),
+    url: str = typer.Option(..., "--url", help="The store's base URL, e.g. http://127.0.0.1:8000."),
+    token: str = typer.Option(..., "--token", help="An API token of your workspace."),
+    out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    as_json: bool = JSON,
+) -> None:
+    """Download a kit your workspace holds, check its sha256, and write it; then run
+    `servekit verify kit` on it offline.
+    """
+    if "/" in ref:
+        raise UsageError(f"{ref!r} is not ID or ID@VERSION", hint="e.g. kimi-k3-8xb300@1.0.0")
+    got = download_kit(url, token, ref, out)
+    if as_json:
+        print_json(got.model_dump(mode="json"))
+        return
+    stdout.print(
+        f"wrote {escape(got.path)}: {escape(got.package_id)} {escape(got.version)}, {got.bytes} bytes"
+    )
+    stdout.print(f"sha256:      {got.sha256}")
+    stdout.print(f"next:        servekit verify kit {escape(got.path)} --trust PUBLISHER.pub")

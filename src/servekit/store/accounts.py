@@ -1,0 +1,208 @@
+"""Users, sessions, workspaces, memberships and API tokens.
+
+Passwords are hashed with argon2 (``argon2-cffi``). Session and API tokens are 32 random
+bytes, shown once and stored as their sha256 (they carry their own entropy, so a slow hash
+adds nothing). Every lookup that crosses a workspace boundary answers "not found", so a
+caller cannot learn what another workspace holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from servekit.errors import (
+    AuthenticationError,
+    PermissionDeniedError,
+    StoreConflictError,
+    StoreNotFoundError,
+    UsageError,
+)
+from servekit.store.models import ApiToken, LoginSession, Membership, Role, User, Workspace, utcnow
+from servekit.store.results import NewToken, Principal, TokenInfo
+
+SESSION_DAYS = 14
+TOKEN_PREFIX = "sk_"
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+BUYING_ROLES = frozenset({Role.OWNER, Role.BUYER})
+
+_hasher = PasswordHasher()
+
+
+def _sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_user(email: str, password: str, *, session: Session) -> int:
+    """A new user; refuses a taken email or a password under 8 characters."""
+    email = email.strip().lower()
+    if "@" not in email or len(password) < 8:
+        raise UsageError(
+            "a user needs an email address and a password of at least 8 characters",
+            hint="choose a longer password",
+        )
+    if session.scalar(select(User.id).where(User.email == email)) is not None:
+        raise StoreConflictError(f"a user with email {email} exists", hint="sign in instead")
+    user = User(email=email, password_hash=_hasher.hash(password))
+    session.add(user)
+    session.flush()
+    return user.id
+
+
+def user_id_by_email(email: str, *, session: Session) -> int:
+    uid = session.scalar(select(User.id).where(User.email == email.strip().lower()))
+    if uid is None:
+        raise StoreNotFoundError(f"no user {email}", hint="create it: servekit store user add")
+    return uid
+
+
+def sign_in(email: str, password: str, *, session: Session) -> str:
+    """Check the password and open a session; returns the session token (shown once)."""
+    user = session.scalar(select(User).where(User.email == email.strip().lower()))
+    try:
+        if user is None or not _hasher.verify(user.password_hash, password):
+            raise AuthenticationError("wrong email or password")
+    except (VerificationError, InvalidHashError) as exc:
+        raise AuthenticationError("wrong email or password") from exc
+    token = secrets.token_urlsafe(32)
+    expires = utcnow() + dt.timedelta(days=SESSION_DAYS)
+    session.add(LoginSession(user_id=user.id, token_sha256=_sha(token), expires_at=expires))
+    return token
+
+
+def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:
+    """A new workspace owned by ``owner_id``."""
+    if not SLUG.match(slug):
+        raise UsageError(
+            f"workspace slug {slug!r} is not valid",
+            hint="use 2-63 lower-case letters, digits and '-'",
+        )
+    if session.scalar(select(Workspace.id).where(Workspace.slug == slug)) is not None:
+        raise StoreConflictError(f"workspace {slug} exists", hint="choose another slug")
+    ws = Workspace(slug=slug, name=name)
+    session.add(ws)
+    session.flush()
+    session.add(Membership(workspace_id=ws.id, user_id=owner_id, role=Role.OWNER))
+    return ws.id
+
+
+def add_member(workspace_id: int, user_id: int, role: Role, *, session: Session) -> None:
+    """Add (or change the role of) a member."""
+    row = session.get(Membership, (workspace_id, user_id))
+    if row is None:
+        session.add(Membership(workspace_id=workspace_id, user_id=user_id, role=role))
+    else:
+        row.role = role
+
+
+def workspace_id_by_slug(slug: str, *, session: Session) -> int:
+    wid = session.scalar(select(Workspace.id).where(Workspace.slug == slug))
+    if wid is None:
+        raise StoreNotFoundError(f"no workspace {slug}")
+    return wid
+
+
+def principal_for_user(user_id: int, workspace: str, *, session: Session) -> Principal:
+    """The user's role in ``workspace``; a non-member gets "not found", not "forbidden"."""
+    row = session.execute(
+        select(Workspace.id, Membership.role)
+        .join(Membership, Membership.workspace_id == Workspace.id)
+        .where(Workspace.slug == workspace, Membership.user_id == user_id)
+    ).first()
+    if row is None:
+        raise StoreNotFoundError(f"no workspace {workspace}")
+    return Principal(user_id=user_id, workspace_id=row[0], workspace=workspace, role=row[1])
+
+
+def user_for_session(token: str, *, session: Session) -> int:
+    row = session.scalar(select(LoginSession).where(LoginSession.token_sha256 == _sha(token)))
+    if row is None or row.expires_at <= utcnow():
+        raise AuthenticationError("unknown or expired session", hint="sign in again")
+    return row.user_id
+
+
+def principal_for_token(token: str, *, session: Session) -> Principal:
+    """The principal an API token stands for (its user, in its workspace)."""
+    row = session.execute(
+        select(ApiToken, Workspace.slug, Membership.role)
+        .join(Workspace, Workspace.id == ApiToken.workspace_id)
+        .join(
+            Membership,
+            (Membership.workspace_id == ApiToken.workspace_id)
+            & (Membership.user_id == ApiToken.user_id),
+        )
+        .where(ApiToken.token_sha256 == _sha(token), ApiToken.revoked_at.is_(None))
+    ).first()
+    if row is None:
+        raise AuthenticationError(
+            "unknown or revoked API token", hint="create one: servekit store token add"
+        )
+    tok, slug, role = row
+    return Principal(
+        user_id=tok.user_id,
+        workspace_id=tok.workspace_id,
+        workspace=slug,
+        role=role,
+        token_id=tok.id,
+    )
+
+
+def create_token(principal: Principal, name: str, *, session: Session) -> NewToken:
+    """A new API token for the principal's user in its workspace (shown once)."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken(
+        workspace_id=principal.workspace_id,
+        user_id=principal.user_id,
+        name=name,
+        prefix=token[:10],
+        token_sha256=_sha(token),
+    )
+    session.add(row)
+    session.flush()
+    return NewToken(id=row.id, name=name, workspace=principal.workspace, token=token)
+
+
+def list_tokens(principal: Principal, *, session: Session) -> list[TokenInfo]:
+    rows = session.scalars(
+        select(ApiToken)
+        .where(ApiToken.workspace_id == principal.workspace_id)
+        .where(ApiToken.user_id == principal.user_id)
+        .order_by(ApiToken.id)
+    )
+    return [
+        TokenInfo(
+            id=r.id,
+            name=r.name,
+            prefix=r.prefix,
+            created_at=r.created_at,
+            revoked=r.revoked_at is not None,
+        )
+        for r in rows
+    ]
+
+
+def revoke_token(principal: Principal, token_id: int, *, session: Session) -> None:
+    row = session.get(ApiToken, token_id)
+    if (
+        row is None
+        or row.workspace_id != principal.workspace_id
+        or row.user_id != principal.user_id
+    ):
+        raise StoreNotFoundError(f"no token {token_id}")
+    row.revoked_at = row.revoked_at or utcnow()
+
+
+def require_buyer(principal: Principal) -> None:
+    """Only owners and buyers may sign licences, confirm purchases and cancel."""
+    if principal.role not in BUYING_ROLES:
+        raise PermissionDeniedError(
+            f"role {principal.role} cannot buy in workspace {principal.workspace}",
+            hint="ask an owner to make you a buyer",
+        )

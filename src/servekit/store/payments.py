@@ -1,0 +1,174 @@
+"""Payment providers: an embedded sandbox (the default) and a Stripe adapter.
+
+A provider charges and refunds with an idempotency key, so a retried confirm never charges
+twice at the provider either. The sandbox moves no money and says so in the log on every
+start. The Stripe adapter creates confirmed PaymentIntents through the ``stripe`` SDK with
+the idempotency key; webhooks are verified with the SDK (:func:`handle_stripe_webhook`),
+each processed event id is recorded, and a replayed event changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any, Protocol
+
+import stripe
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from servekit.config import Settings
+from servekit.errors import PaymentError, UsageError, WebhookSignatureError
+from servekit.store.checkout import refund_order
+from servekit.store.models import Order as OrderRow
+from servekit.store.models import OrderStatus, OutboxMessage, WebhookEvent, utcnow
+from servekit.store.results import Result
+
+log = logging.getLogger(__name__)
+
+
+class PaymentProvider(Protocol):
+    """What checkout needs from a provider."""
+
+    name: str
+
+    def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        """Collect ``amount_cents``; returns the provider's payment reference."""
+        ...
+
+    def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
+        """Return ``amount_cents`` of a payment; returns the provider's refund reference."""
+        ...
+
+
+class SandboxProvider:
+    """Charges nothing: references are derived from the idempotency key, so retries agree."""
+
+    name = "sandbox"
+
+    def __init__(self) -> None:
+        log.warning(
+            "payment provider is the SANDBOX: no money moves; set SERVEKIT_PAYMENT_PROVIDER"
+        )
+
+    def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        return "sbx_pay_" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]
+
+    def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
+        return "sbx_ref_" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]
+
+
+class StripeProvider:
+    """Stripe PaymentIntents, created confirmed, with our idempotency key."""
+
+    name = "stripe"
+
+    def __init__(
+        self, client: stripe.StripeClient, *, payment_method: str = "pm_card_visa"
+    ) -> None:
+        self._client = client
+        self._payment_method = payment_method
+
+    def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        try:
+            intent = self._client.v1.payment_intents.create(
+                params={
+                    "amount": amount_cents,
+                    "currency": currency,
+                    "confirm": True,
+                    "payment_method": self._payment_method,
+                    "description": memo,
+                    "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
+                },
+                options={"idempotency_key": idempotency_key},
+            )
+        except stripe.StripeError as exc:
+            raise PaymentError(f"Stripe refused the charge: {exc.user_message or exc}") from exc
+        if intent.status != "succeeded":
+            raise PaymentError(f"Stripe payment {intent.id} is {intent.status}, not succeeded")
+        return str(intent.id)
+
+    def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
+        try:
+            refund = self._client.v1.refunds.create(
+                params={"payment_intent": payment_ref, "amount": amount_cents},
+                options={"idempotency_key": idempotency_key},
+            )
+        except stripe.StripeError as exc:
+            raise PaymentError(f"Stripe refused the refund: {exc.user_message or exc}") from exc
+        return str(refund.id)
+
+
+def provider_from_settings(settings: Settings) -> PaymentProvider:
+    """The provider ``SERVEKIT_PAYMENT_PROVIDER`` names."""
+    if settings.payment_provider == "sandbox":
+        return SandboxProvider()
+    if settings.payment_provider == "stripe":
+        if not settings.stripe_api_key:
+            raise UsageError(
+                "SERVEKIT_PAYMENT_PROVIDER=stripe needs SERVEKIT_STRIPE_API_KEY",
+                hint="set the secret key, or use the sandbox",
+            )
+        return StripeProvider(stripe.StripeClient(settings.stripe_api_key))
+    raise UsageError(
+        f"unknown payment provider {settings.payment_provider!r}", hint="use sandbox or stripe"
+    )
+
+
+class WebhookResult(Result):
+    event_id: str
+    type: str
+    duplicate: bool
+    action: str
+
+
+def _event(payload: bytes, signature: str | None, secret: str | None) -> dict[str, Any]:
+    if not secret:
+        raise WebhookSignatureError(
+            "no webhook secret is configured", hint="set SERVEKIT_STRIPE_WEBHOOK_SECRET"
+        )
+    try:
+        stripe.Webhook.construct_event(payload, signature, secret)
+    except stripe.SignatureVerificationError as exc:
+        raise WebhookSignatureError(f"webhook signature does not verify: {exc}") from exc
+    except ValueError as exc:
+        raise WebhookSignatureError(f"webhook payload is not JSON: {exc}") from exc
+    data: dict[str, Any] = json.loads(payload)  # verified bytes, parsed once
+    return data
+
+
+def handle_stripe_webhook(
+    payload: bytes, signature: str | None, secret: str | None, *, session: Session
+) -> WebhookResult:
+    """Verify and apply one Stripe event, once: the event id is recorded with its effect."""
+    event = _event(payload, signature, secret)
+    event_id, kind = str(event["id"]), str(event["type"])
+    if session.get(WebhookEvent, event_id) is not None:
+        return WebhookResult(event_id=event_id, type=kind, duplicate=True, action="none")
+    session.add(WebhookEvent(event_id=event_id, provider="stripe", type=kind))
+    session.flush()
+    action = "recorded"
+    if kind == "charge.refunded":
+        ref = event["data"]["object"].get("payment_intent")
+        order = session.scalar(select(OrderRow).where(OrderRow.payment_ref == ref))
+        if order is not None and order.status is OrderStatus.PAID:
+            refund_order(order.id, "refunded at Stripe", notify_provider=False, session=session)
+            action = f"refunded order {order.id}"
+    return WebhookResult(event_id=event_id, type=kind, duplicate=False, action=action)
+
+
+def drain_outbox(provider: PaymentProvider, *, session: Session, limit: int = 100) -> int:
+    """Send pending provider side effects (refunds) once; returns how many were sent."""
+    rows = session.scalars(
+        select(OutboxMessage)
+        .where(OutboxMessage.sent_at.is_(None), OutboxMessage.topic == "provider.refund")
+        .order_by(OutboxMessage.id)
+        .limit(limit)
+    ).all()
+    for row in rows:
+        p = row.payload
+        if p["provider"] == provider.name:
+            provider.refund(p["payment_ref"], int(p["amount_cents"]), idempotency_key=p["key"])
+            row.sent_at = utcnow()
+    return sum(1 for r in rows if r.sent_at is not None)

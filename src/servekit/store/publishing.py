@@ -1,0 +1,192 @@
+"""Publishing and retracting versions, the catalog, and the content-addressed kit store.
+
+Publishing, step by step:
+  1. build the kit with :func:`servekit.kit.build.build_kit`, which loads the package and
+     refuses one that fails its claim rules, then signs it;
+  2. read the package licence text the package names, and hash it;
+  3. write the kit bytes under ``HOME/kits/sha256/<hex>.tar.gz`` (content-addressed, so a
+     second write of the same bytes is a no-op);
+  4. record the version: price and maintenance in integer cents from ``pricing``, tier,
+     whether a licence is required, the licence text and its sha256. Re-publishing the
+     same version with the same content (MANIFEST digest) and key returns the existing row;
+     other content is refused. The receipt's signing time differs on every build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from decimal import Decimal
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from servekit.errors import PackageFileError, StoreConflictError, StoreError, StoreNotFoundError
+from servekit.kit.build import build_kit
+from servekit.package import load_package
+from servekit.package.models import Package, Tier
+from servekit.store.models import PackageVersion, utcnow
+from servekit.store.results import PublishResult, VersionInfo
+
+
+def cents(usd: float) -> int:
+    """Integer cents from a dollar figure, rounded half up (0.1 + 0.2 never leaks in)."""
+    return int((Decimal(str(usd)) * 100).quantize(Decimal(1)))
+
+
+def needs_licence(package: Package, threshold_usd: float) -> bool:
+    return package.pricing.tier is Tier.ENTERPRISE or cents(package.pricing.usd) >= cents(
+        threshold_usd
+    )
+
+
+def kit_path(kits_dir: Path, sha256: str) -> Path:
+    return kits_dir / "sha256" / f"{sha256}.tar.gz"
+
+
+def _store_kit(kits_dir: Path, data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    path = kit_path(kits_dir, digest)
+    if path.exists():
+        return digest
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write {path}: {exc.strerror}", hint="check SERVEKIT_HOME"
+        ) from exc
+    return digest
+
+
+def version_info(row: PackageVersion) -> VersionInfo:
+    return VersionInfo(
+        package_id=row.package_id,
+        version=row.version,
+        name=row.name,
+        summary=row.summary,
+        tier=row.tier,
+        currency=row.currency,
+        price_cents=row.price_cents,
+        maintenance_cents=row.maintenance_cents,
+        licence_required=row.licence_required,
+        licence_name=row.licence_name,
+        licence_sha256=row.licence_sha256,
+        kit_sha256=row.kit_sha256,
+        kit_bytes=row.kit_bytes,
+        published_at=row.published_at,
+        retracted=row.retracted_at is not None,
+        retract_reason=row.retract_reason,
+    )
+
+
+def _licence_text(package_dir: Path, package: Package) -> str:
+    path = package_dir / package.license.file
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PackageFileError(f"cannot read the package licence: {exc}", path=path) from exc
+
+
+def _row(
+    package: Package, licence: str, kit_sha: str, kit: bytes, threshold: float
+) -> PackageVersion:
+    maintenance = package.pricing.maintenance
+    return PackageVersion(
+        package_id=package.id,
+        version=package.version,
+        name=package.name,
+        summary=package.summary,
+        tier=package.pricing.tier.value,
+        currency="usd",
+        price_cents=cents(package.pricing.usd),
+        maintenance_cents=(
+            cents(maintenance.usd_per_year)
+            if maintenance.available and maintenance.usd_per_year is not None
+            else None
+        ),
+        licence_required=needs_licence(package, threshold),
+        licence_name=f"{package.license.name} {package.license.version}",
+        licence_text=licence,
+        licence_sha256=hashlib.sha256(licence.encode()).hexdigest(),
+        kit_sha256=kit_sha,
+        kit_bytes=len(kit),
+        kit_digest="",
+        key_id="",
+    )
+
+
+def publish(
+    package_dir: Path, key: Path, *, kits_dir: Path, threshold_usd: float, session: Session
+) -> PublishResult:
+    """Check, build, sign, store and record a package version (steps in the module doc)."""
+    kit = build_kit(package_dir, key)  # 1
+    package = load_package(package_dir).package
+    licence = _licence_text(package_dir, package)  # 2
+    existing = session.scalar(
+        select(PackageVersion).where(
+            PackageVersion.package_id == package.id, PackageVersion.version == package.version
+        )
+    )
+    if existing is not None:
+        # The receipt records its signing time, so a rebuild never has the archive's old
+        # bytes; the MANIFEST digest covers every other file, and the key must be the same.
+        same = (existing.kit_digest, existing.key_id) == (f"sha256:{kit.kit_digest}", kit.key_id)
+        if not same:
+            raise StoreConflictError(
+                f"{package.id} {package.version} is published with other content "
+                f"(kit digest {existing.kit_digest[7:19]} by key {existing.key_id[:12]}, "
+                f"now {kit.kit_digest[:12]} by key {kit.key_id[:12]})",
+                hint="a changed package is a new version: raise `version` in package.yaml",
+            )
+        return PublishResult(version=version_info(existing), created=False)
+    kit_sha = _store_kit(kits_dir, kit.archive)  # 3
+    row = _row(package, licence, kit_sha, kit.archive, threshold_usd)  # 4
+    row.kit_digest = f"sha256:{kit.kit_digest}"
+    row.key_id = kit.key_id
+    session.add(row)
+    session.flush()
+    return PublishResult(version=version_info(row), created=True)
+
+
+def get_version(package_id: str, version: str, *, session: Session) -> PackageVersion:
+    row = session.scalar(
+        select(PackageVersion).where(
+            PackageVersion.package_id == package_id, PackageVersion.version == version
+        )
+    )
+    if row is None:
+        raise StoreNotFoundError(
+            f"no published version {package_id} {version}", hint="see the catalog for versions"
+        )
+    return row
+
+
+def retract(package_id: str, version: str, reason: str, *, session: Session) -> VersionInfo:
+    """Hide a version from sale; entitlements keep it (and say it is retracted)."""
+    row = get_version(package_id, version, session=session)
+    if row.retracted_at is None:
+        row.retracted_at = utcnow()
+        row.retract_reason = reason
+    return version_info(row)
+
+
+def catalog(*, session: Session, include_retracted: bool = False) -> list[VersionInfo]:
+    """Every version on sale (newest first within a package)."""
+    query = select(PackageVersion).order_by(PackageVersion.package_id, PackageVersion.id.desc())
+    if not include_retracted:
+        query = query.where(PackageVersion.retracted_at.is_(None))
+    return [version_info(r) for r in session.scalars(query)]
+
+
+def latest_version(package_id: str, *, session: Session) -> PackageVersion | None:
+    """The latest verified version on sale (every published version passed its rules)."""
+    return session.scalar(
+        select(PackageVersion)
+        .where(PackageVersion.package_id == package_id, PackageVersion.retracted_at.is_(None))
+        .order_by(PackageVersion.id.desc())
+        .limit(1)
+    )

@@ -1,0 +1,12 @@
+"""The store's JSON API under ``/api/v1``: an ``APIRouter`` factory and a small app factory.
+
+The HTML app mounts :func:`api_router`; :func:`create_api_app` serves it alone (tests and
+``servekit store serve``). Errors are ``application/problem+json`` (RFC 9457) with a stable
+``type`` per error class.
+"""
+
+from servekit.web.api.app import create_api_app
+from servekit.web.api.context import ApiContext
+from servekit.web.api.routes import api_router
+
+__all__ = ["ApiContext", "api_router", "create_api_app"]

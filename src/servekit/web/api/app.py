@@ -1,0 +1,34 @@
+"""A small app serving the JSON API alone (tests and ``servekit store serve``)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from servekit import __version__
+from servekit.config import Settings
+from servekit.store.db import open_store
+from servekit.store.payments import provider_from_settings
+from servekit.web.api.context import ApiContext
+from servekit.web.api.routes import api_router
+
+
+def create_api_app(ctx: ApiContext) -> FastAPI:
+    """An app with the ``/api/v1`` router and its OpenAPI document at ``/api/v1/openapi.json``."""
+    app = FastAPI(
+        title="servekit store API",
+        version=__version__,
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+    )
+    app.include_router(api_router(ctx))
+    return app
+
+
+def context_from_settings(settings: Settings) -> ApiContext:
+    """Open (and migrate) the store and the provider the settings name."""
+    return ApiContext(
+        store=open_store(settings),
+        provider=provider_from_settings(settings),
+        webhook_secret=settings.stripe_webhook_secret,
+    )

@@ -1,0 +1,283 @@
+"""The routes of ``/api/v1``: each parses, calls one store function in one transaction, renders.
+
+Every route under ``/workspaces/{workspace}`` answers 404 to anyone who is not a member of
+that workspace, and looks resources up inside it, so nobody can fetch (or learn of) another
+workspace's quotes, orders, entitlements, tokens or downloads. A test enumerates these
+routes from the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from servekit.errors import AuthenticationError, StoreNotFoundError
+from servekit.store import accounts, checkout, entitlements, licences, publishing
+from servekit.store.models import Clause, OrderKind
+from servekit.store.payments import WebhookResult, handle_stripe_webhook
+from servekit.store.results import (
+    EntitlementInfo,
+    LicenceTerms,
+    NewToken,
+    OrderInfo,
+    Principal,
+    QuoteInfo,
+    SignatureInfo,
+    TokenInfo,
+    VersionInfo,
+)
+from servekit.web.api.context import ApiContext
+from servekit.web.api.problems import ProblemRoute
+
+PREFIX = "/api/v1"
+WS = "/workspaces/{workspace}"
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SignInBody(Body):
+    email: str
+    password: str
+
+
+class SessionToken(Body):
+    token: str
+
+
+class QuoteBody(Body):
+    package_id: str
+    version: str | None = Field(default=None, description="Omit for a subscription (latest).")
+    kind: OrderKind = OrderKind.PURCHASE
+
+
+class OrderBody(Body):
+    quote_id: int
+
+
+class SignBody(Body):
+    package_id: str
+    version: str
+    licensed_entity: str = Field(min_length=1)
+    signer_name: str = Field(min_length=1)
+    signer_title: str = Field(min_length=1)
+    authority_statement: str = Field(min_length=1)
+    affirmations: dict[Clause, bool] = Field(description="Each clause, affirmed separately.")
+    terms_sha256: str = Field(description="sha256 of the terms text the signer was shown.")
+
+
+class TokenBody(Body):
+    name: str = Field(min_length=1, max_length=200)
+
+
+class Me(Body):
+    workspace: str
+    role: str
+    user_id: int
+
+
+def _bearer(authorization: str | None) -> str:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise AuthenticationError(
+            "this route needs 'Authorization: Bearer TOKEN'",
+            hint="sign in (POST /api/v1/sessions) or use an API token",
+        )
+    return token.strip()
+
+
+def _principal(s: Session, authorization: str | None, workspace: str) -> Principal:
+    token = _bearer(authorization)
+    if token.startswith(accounts.TOKEN_PREFIX):
+        found = accounts.principal_for_token(token, session=s)
+        if found.workspace != workspace:  # a token of another workspace learns nothing
+            raise StoreNotFoundError(f"no workspace {workspace}")
+        return found
+    return accounts.principal_for_user(
+        accounts.user_for_session(token, session=s), workspace, session=s
+    )
+
+
+Auth = Annotated[str | None, Header(description="Bearer session or API token.")]
+
+
+def api_router(ctx: ApiContext) -> APIRouter:
+    """The ``/api/v1`` router, bound to a store and a payment provider."""
+    router = APIRouter(prefix=PREFIX, route_class=ProblemRoute, tags=["store"])
+    _public_routes(router, ctx)
+    _buying_routes(router, ctx)
+    _holding_routes(router, ctx)
+    return router
+
+
+def _public_routes(router: APIRouter, ctx: ApiContext) -> None:
+    @router.get("/catalog")
+    def list_catalog() -> list[VersionInfo]:
+        """Every version on sale."""
+        with ctx.store.transaction() as s:
+            return publishing.catalog(session=s)
+
+    @router.get("/catalog/{package_id}/{version}")
+    def show_version(package_id: str, version: str) -> VersionInfo:
+        """One version, retracted or not."""
+        with ctx.store.transaction() as s:
+            return publishing.version_info(publishing.get_version(package_id, version, session=s))
+
+    @router.post("/sessions", status_code=201)
+    def sign_in(body: SignInBody) -> SessionToken:
+        """Check the password and open a session; the token is shown once."""
+        with ctx.store.transaction() as s:
+            return SessionToken(token=accounts.sign_in(body.email, body.password, session=s))
+
+    @router.get("/me")
+    def me(authorization: Auth = None) -> Me:
+        """The workspace an API token belongs to (the download client starts here)."""
+        with ctx.store.transaction() as s:
+            p = accounts.principal_for_token(_bearer(authorization), session=s)
+            return Me(workspace=p.workspace, role=p.role.value, user_id=p.user_id)
+
+    @router.post("/webhooks/stripe")
+    async def stripe_webhook(
+        request: Request, stripe_signature: Annotated[str | None, Header()] = None
+    ) -> WebhookResult:
+        """A Stripe event, verified with the webhook secret and applied once."""
+        payload = await request.body()
+        with ctx.store.transaction() as s:
+            return handle_stripe_webhook(payload, stripe_signature, ctx.webhook_secret, session=s)
+
+
+def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
+    @router.post(WS + "/quotes", status_code=201)
+    def quote(workspace: str, body: QuoteBody, authorization: Auth = None) -> QuoteInfo:
+        """Price a version (or a subscription); nothing is charged."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            return checkout.create_quote(p, body.package_id, body.version, body.kind, session=s)
+
+    @router.get(WS + "/quotes/{quote_id}")
+    def show_quote(workspace: str, quote_id: int, authorization: Auth = None) -> QuoteInfo:
+        """A quote of this workspace."""
+        with ctx.store.transaction() as s:
+            return checkout.get_quote(_principal(s, authorization, workspace), quote_id, session=s)
+
+    @router.get(WS + "/licence-terms/{package_id}/{version}")
+    def terms(
+        workspace: str, package_id: str, version: str, authorization: Auth = None
+    ) -> LicenceTerms:
+        """The terms text, its sha256 and the four clauses to affirm."""
+        with ctx.store.transaction() as s:
+            _principal(s, authorization, workspace)
+            return licences.terms_for(package_id, version, session=s)
+
+    @router.post(WS + "/licence-signatures", status_code=201)
+    def sign(
+        workspace: str,
+        body: SignBody,
+        request: Request,
+        authorization: Auth = None,
+        user_agent: Annotated[str | None, Header()] = None,
+    ) -> SignatureInfo:
+        """Sign the enterprise licence: recorded append-only in the hash chain."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            return licences.sign_licence(
+                p,
+                body.package_id,
+                body.version,
+                licensed_entity=body.licensed_entity,
+                signer_name=body.signer_name,
+                signer_title=body.signer_title,
+                authority_statement=body.authority_statement,
+                affirmed={c for c, yes in body.affirmations.items() if yes},
+                terms_sha256=body.terms_sha256,
+                ip=request.client.host if request.client else "unknown",
+                user_agent=user_agent or "",
+                session=s,
+            )
+
+    @router.post(WS + "/orders", status_code=201)
+    def confirm(
+        workspace: str,
+        body: OrderBody,
+        idempotency_key: Annotated[str, Header(min_length=8, max_length=200)],
+        authorization: Auth = None,
+    ) -> OrderInfo:
+        """Confirm a quote: charges once per Idempotency-Key and grants the entitlement."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            return checkout.confirm(
+                p, body.quote_id, idempotency_key, provider=ctx.provider, session=s
+            )
+
+    @router.get(WS + "/orders/{order_id}")
+    def show_order(workspace: str, order_id: int, authorization: Auth = None) -> OrderInfo:
+        """An order of this workspace."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            return checkout.workspace_order(p, order_id, session=s)
+
+
+def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
+    @router.get(WS + "/entitlements")
+    def list_entitlements(workspace: str, authorization: Auth = None) -> list[EntitlementInfo]:
+        """What this workspace holds and may download."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            return entitlements.list_entitlements(p, session=s)
+
+    @router.post(WS + "/entitlements/{entitlement_id}/cancel")
+    def cancel(workspace: str, entitlement_id: int, authorization: Auth = None) -> EntitlementInfo:
+        """Cancel a maintenance subscription at the end of its period."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            return entitlements.cancel_subscription(p, entitlement_id, session=s)
+
+    @router.get(
+        WS + "/downloads/{package_id}/{version}",
+        response_class=Response,
+        responses={200: {"content": {"application/gzip": {}}}},
+    )
+    def download(
+        workspace: str, package_id: str, version: str, authorization: Auth = None
+    ) -> Response:
+        """The kit of a held version (``latest``: the newest held); every download is logged."""
+        with ctx.store.transaction() as s:
+            p = _principal(s, authorization, workspace)
+            kit = entitlements.download(
+                p, package_id, version, kits_dir=ctx.store.kits_dir, session=s
+            )
+        return Response(
+            kit.data,
+            media_type="application/gzip",
+            headers={
+                "Content-Disposition": f'attachment; filename="{kit.filename}"',
+                "X-Kit-Sha256": kit.kit_sha256,
+                "X-Kit-Version": kit.version,
+            },
+        )
+
+    @router.get(WS + "/tokens")
+    def list_tokens(workspace: str, authorization: Auth = None) -> list[TokenInfo]:
+        """Your API tokens in this workspace (never the secret)."""
+        with ctx.store.transaction() as s:
+            return accounts.list_tokens(_principal(s, authorization, workspace), session=s)
+
+    @router.post(WS + "/tokens", status_code=201)
+    def create_token(workspace: str, body: TokenBody, authorization: Auth = None) -> NewToken:
+        """A new API token for downloads; the secret is shown once."""
+        with ctx.store.transaction() as s:
+            return accounts.create_token(
+                _principal(s, authorization, workspace), body.name, session=s
+            )
+
+    @router.delete(WS + "/tokens/{token_id}", status_code=204)
+    def revoke_token(workspace: str, token_id: int, authorization: Auth = None) -> Response:
+        """Revoke one of your API tokens."""
+        with ctx.store.transaction() as s:
+            accounts.revoke_token(_principal(s, authorization, workspace), token_id, session=s)
+        return Response(status_code=204)

@@ -1,0 +1,48 @@
+"""Opening the store: the default SQLite file, its pragmas, migrations that match the models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Engine, text
+
+from servekit.config import load_settings
+from servekit.store.db import database_url, open_store
+from servekit.store.diagram import mermaid
+from servekit.store.models import Base
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_default_store_is_sqlite_under_home_in_wal_mode_with_foreign_keys(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings({"SERVEKIT_HOME": str(tmp_path / "var")})
+    store = open_store(settings)
+    try:
+        assert (tmp_path / "var" / "servekit.db").is_file()
+        with store.engine.connect() as conn:
+            assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+            assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+    finally:
+        store.engine.dispose()
+
+
+def test_a_postgresql_url_uses_psycopg_3() -> None:
+    settings = load_settings({"SERVEKIT_DATABASE_URL": "postgresql://u@db/servekit"})
+    assert database_url(settings) == "postgresql+psycopg://u@db/servekit"
+
+
+def test_the_migrations_build_exactly_the_models(shared_engine: Engine) -> None:
+    with shared_engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
+
+
+def test_docs_embed_the_generated_schema_diagram() -> None:
+    assert mermaid() in (ROOT / "docs" / "store.md").read_text(), (
+        "regenerate the diagram in docs/store.md"
+    )

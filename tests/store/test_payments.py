@@ -1,0 +1,121 @@
+"""Stripe webhooks: signed in the test with a known secret, verified by the SDK, once."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from stripe import WebhookSignature
+
+from servekit.errors import WebhookSignatureError
+from servekit.store import ledger
+from servekit.store.checkout import confirm, create_quote, refund_order
+from servekit.store.models import Order, OrderKind, OrderStatus
+from servekit.store.payments import SandboxProvider, drain_outbox, handle_stripe_webhook
+from tests.store.conftest import Packages, member, publish_one
+
+SECRET = "whsec_test_servekit"
+
+
+class StripeLikeProvider(SandboxProvider):
+    """The sandbox under Stripe's name, so orders carry Stripe-shaped references."""
+
+    name = "stripe"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refunds: list[tuple[str, int]] = []
+
+    def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        return (
+            "pi_"
+            + super().charge(amount_cents, currency, idempotency_key=idempotency_key, memo=memo)[8:]
+        )
+
+    def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
+        self.refunds.append((payment_ref, amount_cents))
+        return "re_1"
+
+
+def _signed(event: dict[str, object], secret: str = SECRET) -> tuple[bytes, str]:
+    payload = json.dumps(event)
+    return payload.encode(), WebhookSignature.generate_signature_header(
+        payload, secret, int(time.time())
+    )
+
+
+def _refund_event(event_id: str, payment_intent: str) -> dict[str, object]:
+    return {
+        "id": event_id,
+        "object": "event",
+        "type": "charge.refunded",
+        "data": {"object": {"id": "ch_1", "object": "charge", "payment_intent": payment_intent}},
+    }
+
+
+@pytest.fixture
+def paid(db: Session, packages: Packages, key: Path, kits_dir: Path) -> tuple[Session, str]:
+    publish_one(packages.priced, key, kits_dir, db)
+    who = member(db, "acme")
+    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=db)
+    order = confirm(who, quote.id, "k", provider=StripeLikeProvider(), session=db)
+    assert order.payment_ref and order.payment_ref.startswith("pi_")
+    return db, order.payment_ref
+
+
+def test_a_signed_refund_event_refunds_once_and_a_replay_changes_nothing(
+    paid: tuple[Session, str],
+) -> None:
+    db, intent = paid
+    payload, header = _signed(_refund_event("evt_1", intent))
+    first = handle_stripe_webhook(payload, header, SECRET, session=db)
+    assert not first.duplicate and first.action.startswith("refunded order")
+    balances = ledger.balances(session=db)
+    replay = handle_stripe_webhook(payload, header, SECRET, session=db)
+    assert replay.duplicate and replay.action == "none"
+    assert ledger.balances(session=db) == balances
+    assert all(b.amount_cents == 0 for b in balances)
+
+
+def test_a_webhook_refund_does_not_ask_the_provider_again(paid: tuple[Session, str]) -> None:
+    db, intent = paid
+    handle_stripe_webhook(*_signed(_refund_event("evt_1", intent)), SECRET, session=db)
+    provider = StripeLikeProvider()
+    assert drain_outbox(provider, session=db) == 0 and provider.refunds == []
+
+
+@pytest.mark.parametrize(
+    ("secret", "tamper"),
+    [("whsec_wrong", False), (SECRET, True)],
+    ids=["wrong-secret", "tampered-body"],
+)
+def test_an_unverified_webhook_is_refused_and_changes_nothing(
+    paid: tuple[Session, str], secret: str, tamper: bool
+) -> None:
+    db, intent = paid
+    payload, header = _signed(_refund_event("evt_1", intent), secret)
+    if tamper:
+        payload = payload.replace(b"evt_1", b"evt_2")
+    with pytest.raises(WebhookSignatureError):
+        handle_stripe_webhook(payload, header, SECRET, session=db)
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
+
+
+def _orders(db: Session) -> list[Order]:
+    return list(db.scalars(select(Order)))
+
+
+def test_an_operator_refund_goes_to_the_provider_through_the_outbox(
+    paid: tuple[Session, str],
+) -> None:
+    db, intent = paid
+    (order,) = _orders(db)
+    refund_order(order.id, "operator", session=db)
+    provider = StripeLikeProvider()
+    assert drain_outbox(provider, session=db) == 1
+    assert provider.refunds == [(intent, 4999)]
+    assert drain_outbox(provider, session=db) == 0  # sent once

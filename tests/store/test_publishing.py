@@ -1,0 +1,121 @@
+"""Publishing: checked, signed, stored by content, recorded from package.yaml; retraction."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from servekit.errors import ClaimRuleError, StoreConflictError
+from servekit.store.publishing import catalog, cents, kit_path, publish, retract
+from servekit.store.results import PublishResult
+from tests.store.conftest import ASSETS, THRESHOLD, Packages
+
+
+def _publish(path: Path, key: Path, kits_dir: Path, db: Session) -> PublishResult:
+    return publish(path, key, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db)
+
+
+def test_a_version_is_recorded_from_its_package(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    result = _publish(packages.priced, key, kits_dir, db)
+    v = result.version
+    assert result.created and (v.package_id, v.version, v.tier) == (
+        "test-priced",
+        "1.0.0",
+        "standard",
+    )
+    assert (v.price_cents, v.maintenance_cents, v.licence_required) == (4999, 1900, False)
+    licence = (packages.priced / "licenses" / "PACKAGE_LICENSE.md").read_bytes()
+    assert v.licence_sha256 == hashlib.sha256(licence).hexdigest()
+    stored = kit_path(kits_dir, v.kit_sha256).read_bytes()
+    assert hashlib.sha256(stored).hexdigest() == v.kit_sha256 and len(stored) == v.kit_bytes
+
+
+def test_the_enterprise_tier_and_the_threshold_require_a_licence(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    assert _publish(packages.enterprise, key, kits_dir, db).version.licence_required
+    assert _publish(packages.costly, key, kits_dir, db).version.licence_required
+
+
+def test_republishing_the_same_bytes_changes_nothing(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    first = _publish(packages.priced, key, kits_dir, db)
+    again = _publish(packages.priced, key, kits_dir, db)
+    assert not again.created and again.version == first.version
+
+
+def test_republishing_later_stores_no_second_kit(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    """Each build signs at a new time (other receipt bytes); the content decides."""
+    _publish(packages.priced, key, kits_dir, db)
+    stored = sorted(kits_dir.rglob("*.tar.gz"))
+    time.sleep(1.1)  # the receipt's signing time has one-second resolution
+    assert not _publish(packages.priced, key, kits_dir, db).created
+    assert sorted(kits_dir.rglob("*.tar.gz")) == stored
+
+
+def test_the_same_version_signed_by_another_key_is_refused(
+    db: Session, packages: Packages, key: Path, kits_dir: Path, tmp_path: Path
+) -> None:
+    _publish(packages.priced, key, kits_dir, db)
+    other = tmp_path / "other.key"
+    shutil.copyfile(ASSETS / "keys" / "untrusted.key", other)
+    other.chmod(0o600)
+    with pytest.raises(StoreConflictError, match="by key"):
+        _publish(packages.priced, other, kits_dir, db)
+
+
+def test_the_same_version_with_other_bytes_is_refused(
+    db: Session, packages: Packages, key: Path, kits_dir: Path, tmp_path: Path
+) -> None:
+    _publish(packages.priced, key, kits_dir, db)
+    changed = shutil.copytree(packages.priced, tmp_path / "changed")
+    yaml = changed / "package.yaml"
+    yaml.write_text(yaml.read_text().replace("summary: ", "summary: Changed. ", 1))
+    with pytest.raises(StoreConflictError, match="new version"):
+        _publish(changed, key, kits_dir, db)
+
+
+def test_a_package_that_fails_its_claim_rules_is_refused(
+    db: Session, packages: Packages, key: Path, kits_dir: Path, tmp_path: Path
+) -> None:
+    bad = shutil.copytree(packages.priced, tmp_path / "bad")
+    yaml = bad / "package.yaml"
+    text = yaml.read_text()
+    text = re.sub(
+        r"(\n\s+value: )(\d+(?:\.\d+)?)",
+        lambda m: f"{m.group(1)}{float(m.group(2)) * 3 + 1}",
+        text,
+        count=1,
+    )
+    yaml.write_text(text)
+    with pytest.raises(ClaimRuleError):
+        _publish(bad, key, kits_dir, db)
+    assert catalog(session=db) == []
+
+
+def test_retracted_versions_leave_the_catalog(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    _publish(packages.priced, key, kits_dir, db)
+    _publish(packages.priced_v2, key, kits_dir, db)
+    retract("test-priced", "1.0.0", "figures re-run", session=db)
+    assert [v.version for v in catalog(session=db)] == ["1.1.0"]
+    assert [v.retracted for v in catalog(session=db, include_retracted=True)] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("usd", "expected"), [(0, 0), (49.99, 4999), (0.1 + 0.2, 30), (25000, 2_500_000)]
+)
+def test_dollars_become_integer_cents(usd: float, expected: int) -> None:
+    assert cents(usd) == expected

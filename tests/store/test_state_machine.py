@@ -1,0 +1,231 @@
+"""A hypothesis state machine over publish / quote / sign / confirm / refund / subscribe /
+cancel / retract / download: after every step, every invariant holds."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from servekit.errors import Error
+from servekit.store import ledger
+from servekit.store.audit import audit
+from servekit.store.checkout import confirm, create_quote, refund_order
+from servekit.store.entitlements import cancel_subscription, download, downloadable
+from servekit.store.models import (
+    Entitlement,
+    JournalEntry,
+    LicenceSignature,
+    Order,
+    OrderKind,
+    OrderStatus,
+    PackageVersion,
+    Subscription,
+    utcnow,
+)
+from servekit.store.payments import SandboxProvider
+from servekit.store.publishing import retract
+from servekit.store.results import OrderInfo, Principal
+from tests.store.conftest import Packages, member, publish_one
+from tests.store.test_checkout import _sign
+
+SANDBOX = SandboxProvider()
+VERSIONS = {"test-free": ["1.0.0"], "test-priced": ["1.0.0", "1.1.0"], "kimi-k3-8xb300": ["1.0.0"]}
+
+
+def machine(
+    db: Session,
+    packages: Packages,
+    key: Path,
+    kits_dir: Path,
+    people: list[Principal],
+    confirmed: list[int],
+) -> type:
+    class Store(RuleBasedStateMachine):
+        quotes = Bundle("quotes")
+        orders = Bundle("orders")
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.tx = db.begin_nested()
+
+        def teardown(self) -> None:
+            self.tx.rollback()
+
+        @initialize()
+        def publish_catalog(self) -> None:
+            for path in (packages.free, packages.priced, packages.enterprise):
+                publish_one(path, key, kits_dir, db)
+
+        @rule()
+        def publish_a_new_version(self) -> None:
+            publish_one(packages.priced_v2, key, kits_dir, db)
+
+        @rule(
+            target=quotes,
+            who=st.sampled_from(people),
+            pkg=st.sampled_from(sorted(VERSIONS)),
+            pick=st.integers(0, 1),
+            kind=st.sampled_from(list(OrderKind)),
+        )
+        def quote(self, who: Principal, pkg: str, pick: int, kind: OrderKind) -> Any:
+            return (who, self._quote(who, pkg, pick, kind))
+
+        def _quote(self, who: Principal, pkg: str, pick: int, kind: OrderKind) -> int:
+            version = VERSIONS[pkg][pick % len(VERSIONS[pkg])]
+            try:
+                return create_quote(who, pkg, version, kind, session=db).id
+            except Error:
+                return -1
+
+        @rule(who=st.sampled_from(people))
+        def sign(self, who: Principal) -> None:
+            with contextlib.suppress(Error):  # not published yet
+                _sign(db, who, "kimi-k3-8xb300", "1.0.0")
+
+        @rule(target=orders, q=quotes, idem=st.sampled_from(["a", "b", "c"]))
+        def confirm(self, q: tuple[Principal, int], idem: str) -> Any:
+            who, quote_id = q
+            try:
+                with db.begin_nested():
+                    order = confirm(who, quote_id, idem, provider=SANDBOX, session=db)
+            except Error:
+                return None
+            confirmed.append(order.id)
+            return order
+
+        @rule(
+            who=st.sampled_from(people),
+            pkg=st.sampled_from(sorted(VERSIONS)),
+            kind=st.sampled_from(list(OrderKind)),
+        )
+        def two_tabs(self, who: Principal, pkg: str, kind: OrderKind) -> None:
+            """Two quotes for the same thing, both confirmed under different keys."""
+            quotes = [self._quote(who, pkg, 0, kind) for _ in range(2)]
+            for n, quote_id in enumerate(quotes):
+                self.confirm((who, quote_id), f"tab-{n}-{len(confirmed)}")
+
+        @rule(order=orders)
+        def refund(self, order: OrderInfo | None) -> None:
+            if order is None:
+                return
+            with contextlib.suppress(Error), db.begin_nested():  # already refunded
+                refund_order(order.id, "state machine", session=db)
+
+        @rule(order=orders, who=st.sampled_from(people))
+        def cancel(self, order: OrderInfo | None, who: Principal) -> None:
+            if order is None:
+                return
+            with contextlib.suppress(Error):  # not a subscription, or not this workspace's
+                cancel_subscription(who, order.entitlement_id, session=db)
+
+        @rule(pkg=st.sampled_from(sorted(VERSIONS)))
+        def retract(self, pkg: str) -> None:
+            with contextlib.suppress(Error):  # not published yet
+                retract(pkg, VERSIONS[pkg][0], "state machine", session=db)
+
+        @rule(who=st.sampled_from(people), pkg=st.sampled_from(sorted(VERSIONS)))
+        def download(self, who: Principal, pkg: str) -> None:
+            held = {v.version for v in downloadable(who, pkg, session=db)}
+            for version in VERSIONS[pkg]:
+                try:
+                    got = download(who, pkg, version, kits_dir=kits_dir, session=db)
+                    assert version in held and got.version == version
+                except Error:
+                    assert version not in held
+
+        @invariant()
+        def entries_balance_and_are_sealed(self) -> None:
+            assert ledger.unbalanced_entries(session=db) == []
+            assert db.scalar(select(func.count()).where(JournalEntry.sealed.is_(False))) == 0
+
+        @invariant()
+        def revenue_is_what_paid_orders_cost(self) -> None:
+            paid = db.scalar(
+                select(func.coalesce(func.sum(Order.amount_cents), 0)).where(
+                    Order.status == OrderStatus.PAID
+                )
+            )
+            revenue = sum(
+                b.amount_cents for b in ledger.balances(session=db) if b.account == ledger.REVENUE
+            )
+            assert revenue == -int(paid or 0)
+
+        @invariant()
+        def one_sale_per_priced_order(self) -> None:
+            sales = Counter(
+                db.scalars(
+                    select(JournalEntry.order_id).where(JournalEntry.memo.like("sale %"))
+                ).all()
+            )
+            assert all(n == 1 for n in sales.values())
+
+        @invariant()
+        def one_live_purchase_per_version_and_workspace(self) -> None:
+            live = db.execute(
+                select(Entitlement.workspace_id, Entitlement.version_id).where(
+                    Entitlement.kind == OrderKind.PURCHASE, Entitlement.revoked_at.is_(None)
+                )
+            ).all()
+            assert len(live) == len(set(live))
+
+        @invariant()
+        def one_active_subscription_per_package_and_workspace(self) -> None:
+            now = utcnow()
+            live = db.execute(
+                select(Subscription.workspace_id, Subscription.package_id)
+                .join(Entitlement, Entitlement.id == Subscription.entitlement_id)
+                .where(Entitlement.revoked_at.is_(None), Subscription.period_end > now)
+            ).all()
+            assert len(live) == len(set(live))
+
+        @invariant()
+        def every_licensed_entitlement_has_its_signature(self) -> None:
+            rows = db.execute(
+                select(Entitlement, LicenceSignature)
+                .join(PackageVersion, PackageVersion.id == Entitlement.version_id)
+                .outerjoin(LicenceSignature, LicenceSignature.id == Entitlement.signature_id)
+                .where(PackageVersion.licence_required.is_(True))
+            ).all()
+            for ent, sig in rows:
+                assert sig is not None and sig.workspace_id == ent.workspace_id
+
+        @invariant()
+        def audit_passes(self) -> None:
+            assert audit(session=db).ok
+
+    return Store
+
+
+def test_random_sequences_keep_every_invariant(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    people = [member(db, "alpha"), member(db, "bravo")]
+    confirmed: list[int] = []
+    run_state_machine_as_test(
+        machine(db, packages, key, kits_dir, people, confirmed),
+        settings=settings(
+            max_examples=10,
+            stateful_step_count=12,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+            derandomize=True,
+            phases=[Phase.explicit, Phase.generate],  # no shrinking: keep failures fast
+        ),
+    )
+    assert confirmed, "no sequence confirmed a purchase: the machine explored nothing"

@@ -1,0 +1,98 @@
+"""The Stripe adapter against a local server that answers like the Stripe API (no network)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+from urllib.parse import parse_qs
+
+import pytest
+import stripe
+
+from servekit.errors import PaymentError
+from servekit.store.payments import StripeProvider
+
+
+class FakeStripe(BaseHTTPRequestHandler):
+    """POST /v1/payment_intents and /v1/refunds, replaying a response per idempotency key."""
+
+    seen: ClassVar[list[tuple[str, str | None, dict[str, list[str]]]]] = []
+    replies: ClassVar[dict[str, dict[str, Any]]] = {}
+    decline: ClassVar[bool] = False
+
+    def do_POST(self) -> None:
+        form = parse_qs(self.rfile.read(int(self.headers["Content-Length"] or 0)).decode())
+        key = self.headers.get("Idempotency-Key")
+        self.seen.append((self.path, key, form))
+        if self.decline:
+            return self._send(
+                402, {"error": {"type": "card_error", "message": "Your card was declined."}}
+            )
+        if key not in self.replies:
+            n = len(self.replies) + 1
+            kind = "payment_intent" if self.path == "/v1/payment_intents" else "refund"
+            prefix = "pi" if kind == "payment_intent" else "re"
+            self.replies[key or str(n)] = {
+                "id": f"{prefix}_{n}",
+                "object": kind,
+                "status": "succeeded",
+            }
+        self._send(200, self.replies[key or ""])
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def provider() -> Iterator[StripeProvider]:
+    FakeStripe.seen, FakeStripe.replies, FakeStripe.decline = [], {}, False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeStripe)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    client = stripe.StripeClient(
+        "sk_test_fake", base_addresses={"api": base}, max_network_retries=0
+    )
+    yield StripeProvider(client)
+    server.shutdown()
+
+
+def test_a_charge_is_a_confirmed_payment_intent_with_our_idempotency_key(
+    provider: StripeProvider,
+) -> None:
+    first = provider.charge(4999, "usd", idempotency_key="servekit:1:k", memo="test-priced 1.0.0")
+    again = provider.charge(4999, "usd", idempotency_key="servekit:1:k", memo="test-priced 1.0.0")
+    assert first == again == "pi_1"
+    path, key, form = FakeStripe.seen[0]
+    assert path == "/v1/payment_intents" and key == "servekit:1:k"
+    assert (
+        form["amount"] == ["4999"] and form["currency"] == ["usd"] and form["confirm"] == ["true"]
+    )
+
+
+def test_a_refund_names_the_payment_intent(provider: StripeProvider) -> None:
+    assert provider.refund("pi_1", 4999, idempotency_key="servekit:refund:1") == "re_1"
+    path, key, form = FakeStripe.seen[0]
+    assert (path, key, form["payment_intent"], form["amount"]) == (
+        "/v1/refunds",
+        "servekit:refund:1",
+        ["pi_1"],
+        ["4999"],
+    )
+
+
+def test_a_decline_is_a_payment_error(provider: StripeProvider) -> None:
+    FakeStripe.decline = True
+    with pytest.raises(PaymentError, match="declined"):
+        provider.charge(100, "usd", idempotency_key="k", memo="m")
