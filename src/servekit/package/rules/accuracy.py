@@ -38,17 +38,6 @@ def accuracy_recovery(ctx: Context) -> Findings:
                       "reason given", "state absent_reason: why there is no recovery figure")  # fmt: skip
 
 
-def _serve_argvs(ctx: Context) -> list[tuple[str, tuple[str, ...]]]:
-    pkg = ctx.package
-    serve_env = tuple(f"{e.name}={e.value}" for e in pkg.serve.env)
-    out = [("serve", (*pkg.serve.entrypoint, *pkg.serve.args, *serve_env))]
-    for run in pkg.measurements.runs:
-        recorded = ctx.serve_of(run) if run.current else None
-        if recorded is not None:
-            out.append((f"run {run.id}", recorded.argv))
-    return out
-
-
 @rule(
     "SK108",
     "by-construction",
@@ -67,7 +56,7 @@ def by_construction(ctx: Context) -> Findings:
         yield finding("SK108", "accuracy.runtime_stages_applied",
                       f"'by construction' is claimed but stages are applied: "
                       f"{', '.join(acc.runtime_stages_applied)}", "measure accuracy, or remove the stages")  # fmt: skip
-    for where, argv in _serve_argvs(ctx):
+    for where, argv in ctx.serve_argvs():
         changes = numerics_changes(engine, argv)
         if changes:
             yield finding("SK108", "accuracy.method",

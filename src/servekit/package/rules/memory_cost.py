@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from servekit.package.models import Figure, Metric, Provenance, Scope
 from servekit.package.rules.context import Context
-from servekit.package.rules.engines import preallocates
+from servekit.package.rules.disclosures import SIM_ENGINE, is_simulator
+from servekit.package.rules.engines import engine_key, preallocates
 from servekit.package.rules.registry import Findings, finding, rule
 
 
@@ -17,11 +18,11 @@ from servekit.package.rules.registry import Findings, finding, rule
     "A preallocating engine's memory reading measures its memory-utilization setting, not the model.",
 )
 def peak_memory_source(ctx: Context) -> Findings:
-    pm, engine = ctx.package.peak_memory, ctx.package.engine.name.lower()
+    pm, engine = ctx.package.peak_memory, ctx.package.engine.name
     if not pm.published:
         return
-    argv = (*ctx.package.serve.entrypoint, *ctx.package.serve.args)
-    if pm.source is None or pm.source.value == "engine_preallocation" or preallocates(engine, argv):
+    prealloc = any(preallocates(engine, argv) for _, argv in ctx.serve_argvs())
+    if pm.source is None or pm.source.value == "engine_preallocation" or prealloc:
         yield finding("SK110", "peak_memory.source",
                       f"peak memory is published for {engine}, which preallocates, or from the "
                       "engine's preallocation: it measures the memory-utilization setting, not "
@@ -44,7 +45,7 @@ def _throughput_problem(ctx: Context, fig: Figure | None) -> str | None:
         run, ev = ctx.package.run(run_id), ctx.evidence(run_id)
         if run is None or ev is None:
             continue
-        if run.simulator or ev.header.simulator:
+        if run.simulator or is_simulator(ev) or engine_key(ctx.package.engine.name) == SIM_ENGINE:
             return f"run {run_id} measured a simulator, not an engine on the priced hardware"
         if ev.header.gpus != target.count or (ev.header.hardware not in (None, target.label)):
             return f"run {run_id} was not measured on the priced {target.label}"

@@ -113,14 +113,24 @@ def time_order(ctx: Context) -> Findings:
                           "keep the times `bench run` wrote; re-measure", ctx.figures_using(run.id))  # fmt: skip
 
 
+def instant(text: str) -> dt.datetime | None:
+    """An ISO 8601 wall-clock time (a time without zone is read as UTC); None if it is not one."""
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
 def _span_problem(ev: Evidence) -> str | None:
     """The records span the header's wall-clock window (``ended_at`` is stamped from the
     same monotonic clock right after the last request), so rescaled times show."""
-    try:
-        window = (dt.datetime.fromisoformat(ev.header.ended_at)
-                  - dt.datetime.fromisoformat(ev.header.started_at)).total_seconds()  # fmt: skip
-    except ValueError:
-        return None  # imported files may carry no wall clock
+    start, end = instant(ev.header.started_at), instant(ev.header.ended_at)
+    if start is None or end is None:
+        if ev.header.imported_from is not None:
+            return None  # imported files may carry no wall clock
+        return "the header's started_at or ended_at is not a wall-clock time"
+    window = (end - start).total_seconds()
     span = max((r.t_end if r.t_end is not None else r.t_send for r in ev.requests), default=0.0)
     if window > 0 and abs(span - window) > max(1.0, 0.05 * window):
         return f"the records span {span:.3f} s but the header's run lasted {window:.3f} s"
