@@ -248,6 +248,28 @@ def _id_problem(ev: Evidence) -> str | None:
     return None
 
 
+def _sent_problem(ev: Evidence) -> str | None:
+    """What ``bench run`` writes of every request sent: a v2 header's ``requests_sent`` and
+    each record's send position ``seq``, 0..n-1 with none missing (imported files excepted)."""
+    if ev.version < 2 or ev.header.imported_from is not None:
+        return None
+    if ev.header.requests_sent is None:
+        return "the v2 header has no requests_sent, so dropped requests cannot be ruled out"
+    spec = ev.header.workload
+    if spec is not None:
+        asked = len(spec.concurrencies) * (spec.requests + spec.warmup)
+        if asked != ev.header.requests_sent:
+            return (f"the header's workload asks for {asked} requests; requests_sent says "
+                    f"{ev.header.requests_sent}")  # fmt: skip
+    seqs = sorted(r.seq for r in ev.requests if r.seq is not None)
+    if len(seqs) != len(ev.requests):
+        return f"{len(ev.requests) - len(seqs)} record(s) have no send position (seq)"
+    if seqs != list(range(len(seqs))):
+        missing = sorted(set(range(max(seqs, default=0) + 1)) - set(seqs))[:5]
+        return f"send positions (seq) {missing} are missing"
+    return None
+
+
 @rule(
     "SK122",
     "all-requests-recorded",
@@ -258,7 +280,7 @@ def _id_problem(ev: Evidence) -> str | None:
 def all_requests_recorded(ctx: Context) -> Findings:
     for where, run, ev in ctx.runs_with_evidence():
         sent = ev.header.requests_sent
-        problem = _id_problem(ev)
+        problem = _id_problem(ev) or _sent_problem(ev)
         if sent is not None and sent != len(ev.requests):
             problem = f"the header says {sent} requests were sent; {len(ev.requests)} are recorded"
         if problem:

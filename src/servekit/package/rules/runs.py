@@ -398,16 +398,21 @@ def _rescaled(a: Evidence, b: Evidence) -> bool:
         done = [r for r in ev.requests if r.ok and not r.warmup]
         return sorted(done, key=lambda r: (r.concurrency, r.t_send))
 
-    ratios = [
-        x / y
+    pairs = [
+        (x, y)
         for ra, rb in zip(order(a), order(b), strict=False)
         for x, y in zip(_gaps(ra), _gaps(rb), strict=False)
         if x > 1e-4 and y > 1e-4
     ]
-    if len(ratios) < 20:
-        return False
-    mid = statistics.median(ratios)
-    return statistics.median(abs(r - mid) for r in ratios) <= RESCALED_SPREAD * mid
+    if len(pairs) < 20 or _spread([y for _, y in pairs]) <= 10 * RESCALED_SPREAD:
+        return False  # timings too regular (synthetic) for their ratios to tell a copy
+    return _spread([x / y for x, y in pairs]) <= RESCALED_SPREAD
+
+
+def _spread(values: list[float]) -> float:
+    """Median absolute deviation relative to the median."""
+    mid = statistics.median(values)
+    return statistics.median(abs(v - mid) for v in values) / mid if mid else math.inf
 
 
 def _dependence(a: Evidence, b: Evidence) -> str | None:
