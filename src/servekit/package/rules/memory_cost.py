@@ -95,9 +95,30 @@ def floor_proof(ctx: Context) -> Findings:
     if floor is None or floor.requirement is None:
         return
     residency = floor.weights_per_gpu_gib is not None and floor.measured_on is not None
-    proven = [a for a in floor.attempts if a.evidence and ctx.loaded.path(a.evidence).is_file()]
+    proven = [a for a in floor.attempts if _failed(a.outcome) and _own_record(ctx, a.evidence)]
     if not residency and not proven:
         yield finding("SK132", "hardware.floor", f"the floor '{floor.requirement}' has no "
                       "measured residency and no failed attempt with evidence",
-                      "record weights_per_gpu_gib with measured_on, or an attempt with its "
-                      "evidence file")  # fmt: skip
+                      "record weights_per_gpu_gib with measured_on, or a failed attempt with "
+                      "its log or record under evidence/")  # fmt: skip
+
+
+FAILED_WORDS = ("fail", "out of memory", "oom", "error", "did not load", "could not")
+
+
+def _failed(outcome: str) -> bool:
+    """An attempt proves a floor only when it says it failed (a load that worked proves none)."""
+    return any(word in outcome.lower() for word in FAILED_WORDS)
+
+
+def _own_record(ctx: Context, relative: str | None) -> bool:
+    """The attempt's evidence is a non-empty file of the package itself (symlinks resolved),
+    not its definition or a licence standing in for a log."""
+    if not relative:
+        return False
+    root = ctx.loaded.root.resolve()
+    path = ctx.loaded.path(relative).resolve()
+    if not path.is_relative_to(root) or not path.is_file() or path.stat().st_size == 0:
+        return False
+    inside = path.relative_to(root)
+    return inside.parts[0] not in ("licenses", "package.yaml") and inside.name != "package.yaml"

@@ -217,6 +217,13 @@ def unique_requests(ctx: Context) -> Findings:
             problems.append(f"{len(ids) - len(set(ids))} duplicate request id(s)")
         if len(set(seqs)) != len(seqs):
             problems.append("duplicate send positions (seq)")
+        folded = [i.strip().casefold() for i in ids]
+        if len(set(ids)) == len(ids) and len(set(folded)) != len(folded):
+            problems.append("request ids that differ only in case or spaces")
+        stamps = [(r.t_send, r.t_end, r.t_content) for r in ev.requests]
+        if len(set(stamps)) != len(stamps):
+            problems.append(f"{len(stamps) - len(set(stamps))} record(s) repeating another's "
+                            "send, end and token times")  # fmt: skip
         if foreign:
             problems.append(f"records of run(s) {', '.join(foreign)} in run {ev.header.run}")
         if problems:
