@@ -89,7 +89,9 @@ def test_sk132_failed_attempt_with_evidence_proves_the_floor(tmp_path: Path) -> 
     }
     floor = {**FLOOR, "attempts": [attempt]}
     (tmp_path / "a" / "evidence").mkdir(parents=True)
-    (tmp_path / "a" / "evidence" / "oom.log").write_text("torch.OutOfMemoryError: CUDA out of memory\n")
+    (tmp_path / "a" / "evidence" / "oom.log").write_text(
+        "torch.OutOfMemoryError: CUDA out of memory\n"
+    )
     assert "SK132" not in fired(tmp_path / "a", lambda d: d["hardware"].update(floor=floor))
     missing = {**FLOOR, "attempts": [{**attempt, "evidence": "evidence/oom.log"}]}
     assert "SK132" in fired(tmp_path / "b", lambda d: d["hardware"].update(floor=missing))

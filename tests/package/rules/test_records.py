@@ -206,7 +206,9 @@ def _id_with_space(lines: Lines) -> None:
     lines[lines.index(second)] = dict(second, id=first["id"] + " ")
 
 
-@pytest.mark.parametrize("edit", [_same_request_twice, _id_with_space], ids=["same times", "id + space"])
+@pytest.mark.parametrize(
+    "edit", [_same_request_twice, _id_with_space], ids=["same times", "id + space"]
+)
 def test_sk121_one_request_counted_twice_under_another_id(tmp_path: Path, edit: Any) -> None:
     assert "SK121" in fired(tmp_path, evidence={"run-b": edit})
 
@@ -216,8 +218,12 @@ def test_sk121_one_request_counted_twice_under_another_id(tmp_path: Path, edit: 
 )
 def test_sk119_header_window_that_cannot_be_read(tmp_path: Path, ended_at: str) -> None:
     """A zone-less end beside a zoned start once crashed the check; neither reads as a window."""
-    assert "SK119" in fired(tmp_path, evidence={"run-b": lambda ls: ls[0].update(ended_at=ended_at)})
+    assert "SK119" in fired(
+        tmp_path, evidence={"run-b": lambda ls: ls[0].update(ended_at=ended_at)}
+    )
 
 
 def test_sk118_nan_as_a_string(tmp_path: Path) -> None:
-    assert "SK118" in fired(tmp_path, evidence={"run-a": lambda ls: measured(ls, 4)[0].update(t_end="NaN")})
+    assert "SK118" in fired(
+        tmp_path, evidence={"run-a": lambda ls: measured(ls, 4)[0].update(t_end="NaN")}
+    )

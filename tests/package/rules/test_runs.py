@@ -248,12 +248,16 @@ def _overlapping(**header: str) -> Callable[[Lines], None]:
     ],
     ids=["loopback alias", "scheme case, no /v1", "host spelled otherwise", "no end time"],
 )
-def test_sk129_overlap_on_a_server_spelled_otherwise(tmp_path: Path, header: dict[str, str]) -> None:
+def test_sk129_overlap_on_a_server_spelled_otherwise(
+    tmp_path: Path, header: dict[str, str]
+) -> None:
     assert "SK129" in fired(tmp_path, evidence={"run-b": _overlapping(**header)})
 
 
 def test_sk129_run_without_a_wall_clock_start(tmp_path: Path) -> None:
-    assert "SK129" in fired(tmp_path, evidence={"run-b": lambda ls: ls[0].update(started_at="yesterday")})
+    assert "SK129" in fired(
+        tmp_path, evidence={"run-b": lambda ls: ls[0].update(started_at="yesterday")}
+    )
 
 
 def _third_run(ttft_ms: float = 300.0) -> dict[str, list[RequestRecord]]:
@@ -267,7 +271,12 @@ def _third_run(ttft_ms: float = 300.0) -> dict[str, list[RequestRecord]]:
 def test_sk128_run_left_out_by_a_config_label(tmp_path: Path) -> None:
     def relabel(d: Definition) -> None:
         d["measurements"]["runs"].append(
-            {**run_def(d, "run-a"), "id": "run-c", "file": "evidence/run-c.jsonl", "config": "trial"}
+            {
+                **run_def(d, "run-a"),
+                "id": "run-c",
+                "file": "evidence/run-c.jsonl",
+                "config": "trial",
+            }
         )
 
     assert "SK128" in fired(tmp_path, relabel, _third_run())
@@ -282,6 +291,8 @@ def test_sk128_run_id_defined_twice_hides_a_file(tmp_path: Path) -> None:
 
 def test_sk124_v1_label_does_not_hide_another_served_model(tmp_path: Path) -> None:
     def downgrade(lines: Lines) -> None:
-        lines[0].update(format="servekit.bench/v1", model="other/model", served_models=["other/model"])
+        lines[0].update(
+            format="servekit.bench/v1", model="other/model", served_models=["other/model"]
+        )
 
     assert "SK124" in fired(tmp_path, evidence={"run-b": downgrade})

@@ -161,7 +161,10 @@ def flags(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:
             yield _flag_name(name), value
         else:
             following = words[i + 1] if i + 1 < len(words) else None
-            yield _flag_name(name), following if following and not following.startswith("-") else None
+            yield (
+                _flag_name(name),
+                following if following and not following.startswith("-") else None,
+            )
 
 
 def argv_env(argv: tuple[str, ...]) -> list[str]:

@@ -266,7 +266,9 @@ def _differs_from_declared(ctx: Context, f: Figure) -> str:
     pairs = [("output tokens", sw.output_tokens, w.output_tokens),
              ("measured requests", sw.requests, w.measured_requests),
              ("warmup requests", sw.warmup, w.warmup_requests)]  # fmt: skip
-    out = [f"{what} {said}" for what, said, declared in pairs if said is not None and said != declared]
+    out = [
+        f"{what} {said}" for what, said, declared in pairs if said is not None and said != declared
+    ]
     if sw.prompt_tokens is not None and (sw.prompt_tokens.min, sw.prompt_tokens.max) != (
         w.prompt_tokens.min, w.prompt_tokens.max,
     ):  # fmt: skip

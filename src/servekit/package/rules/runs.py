@@ -356,7 +356,7 @@ def _durations(ev: Evidence) -> list[tuple[float, ...]]:
     )
 
 
-_LOOPBACK = ("localhost", "::1", "0.0.0.0")  # noqa: S104  (names, not a bind)
+_LOOPBACK = ("localhost", "::1", "0.0.0.0")
 
 
 def _server(endpoint: str) -> tuple[str, int | None]:

@@ -3,9 +3,9 @@ whose serve configuration is recorded and shown to be stock."""
 
 from __future__ import annotations
 
+from servekit.package.evidence import ServeConfig
 from servekit.package.models import Figure, Provenance, Speedup
 from servekit.package.rules.context import Context
-from servekit.package.evidence import ServeConfig
 from servekit.package.rules.engines import load_settings, not_stock
 from servekit.package.rules.registry import Findings, finding, rule
 
@@ -152,7 +152,9 @@ def _load_differs(baseline: ServeConfig, optimized: list[ServeConfig | None]) ->
     baseline starved of memory, context or GPUs (``--gpu-memory-utilization 0.3``,
     ``-tp 1``) is not the engine's defaults on the same hardware."""
     if not optimized or any(o is None for o in optimized):
-        return ["the optimized runs record no serve configuration to compare its load settings with"]
+        return [
+            "the optimized runs record no serve configuration to compare its load settings with"
+        ]
     out = []
     for name, value in load_settings(baseline.argv).items():
         theirs = {load_settings(o.argv).get(name, "(unset)") for o in optimized if o is not None}
