@@ -112,3 +112,29 @@ def test_sk108_exact_speculation_and_auto_settings_pass(tmp_path: Path) -> None:
                                "safetensors", "--speculative-config", exact]  # fmt: skip
 
     assert "SK108" not in fired(tmp_path, harmless)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"VLLM_KV_CACHE_DTYPE": "fp8"},
+        {"KV_DTYPE_OVERRIDE": "fp8_e4m3"},
+        {"MODEL_QUANTIZATION": "awq"},
+    ],
+    ids=["kv-cache dtype by name", "a lossy dtype under any name", "quantization by name"],
+)
+def test_sk108_numerics_set_through_the_environment(tmp_path: Path, env: dict[str, str]) -> None:
+    def in_env(lines: Lines) -> None:
+        lines[0]["serve"]["env"] = env
+
+    mutate = lambda d: d["accuracy"].update(BY_CONSTRUCTION)  # noqa: E731
+    assert "SK108" in fired(tmp_path, mutate, evidence={"run-a": in_env})
+
+
+def test_sk108_kernel_choice_in_the_environment_passes(tmp_path: Path) -> None:
+    def kernels(d: Definition) -> None:
+        d["accuracy"].update(BY_CONSTRUCTION)
+        d["serve"]["env"] = [{"name": "VLLM_ATTENTION_BACKEND", "value": "FLASHINFER"},
+                             {"name": "VLLM_MXFP4_USE_MARLIN", "value": "1"}]  # fmt: skip
+
+    assert "SK108" not in fired(tmp_path, kernels)

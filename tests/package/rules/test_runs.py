@@ -296,3 +296,11 @@ def test_sk124_v1_label_does_not_hide_another_served_model(tmp_path: Path) -> No
         )
 
     assert "SK124" in fired(tmp_path, evidence={"run-b": downgrade})
+
+
+@pytest.mark.parametrize(
+    ("field", "rule"), [("run_uid", "SK127"), ("workload", "SK125")], ids=["run_uid", "workload"]
+)
+def test_v2_header_field_removed_rather_than_wrong(tmp_path: Path, field: str, rule: str) -> None:
+    """`bench run` always writes these in v2; only an imported file may lack them."""
+    assert rule in fired(tmp_path, evidence={"run-b": lambda ls: ls[0].pop(field)})

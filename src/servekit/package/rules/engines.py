@@ -232,6 +232,27 @@ def numerics_changes(engine: str, argv: tuple[str, ...]) -> list[str]:
                 out.append(f"{word} {value or ''}".strip())
         elif harmless is None or (value or "") not in harmless:
             out.append(f"{word} {value or ''}".strip())
+    return out + numerics_env(argv)
+
+
+_LOSSY_DTYPE = re.compile(r"^(fp8|fp6|fp4|int8|int4|nf4|mxfp|nvfp|e4m3|e5m2|w8a8|w4a16|awq|gptq)",
+                          re.IGNORECASE)  # fmt: skip
+_NUMERICS_ENV_NAME = re.compile(r"KV_CACHE_DTYPE|QUANTIZ|_DTYPE$", re.IGNORECASE)
+
+
+def numerics_env(argv: tuple[str, ...]) -> list[str]:
+    """``NAME=value`` words that set numerics through the environment instead of a flag: a
+    name about KV-cache dtype, quantization or dtype with a value other than ``auto``, or
+    any variable set to a lossy dtype (``fp8``, ``int4``...). A kernel choice
+    (``VLLM_ATTENTION_BACKEND=FLASHINFER``) is not read as one."""
+    out = []
+    for word in _words(argv):
+        if not _ENV_WORD.match(word):
+            continue
+        name, _, value = word.partition("=")
+        named = _NUMERICS_ENV_NAME.search(name) and value.lower() not in ("", "auto")
+        if named or _LOSSY_DTYPE.match(value.strip()):
+            out.append(word)
     return out
 
 

@@ -183,6 +183,8 @@ def _range_problems(ev: Evidence, w: Workload) -> list[str]:
             out.append(f"{r.id} counted {r.prompt_tokens} prompt tokens for a calibrated "
                        f"{r.requested_prompt_tokens}")  # fmt: skip
     spec = ev.header.workload
+    if spec is None and ev.version >= 2 and ev.header.imported_from is None:
+        out.append("the v2 header has no workload, which `bench run` always writes")
     if spec is not None:
         asked = (spec.prompt_min, spec.prompt_max, spec.output_tokens, spec.requests, spec.warmup)
         declared = (lo, hi, w.output_tokens, w.measured_requests, w.warmup_requests)
@@ -267,6 +269,12 @@ def _file_digest(ctx: Context, run: Run) -> str:
 def run_identity(ctx: Context) -> Findings:
     seen: dict[str, str] = {}
     for where, run, ev in ctx.runs_with_evidence():
+        if ev.version >= 2 and ev.header.imported_from is None and not ev.header.run_uid:
+            yield finding(
+                "SK127", f"{where}.file", f"{run.file}: the v2 header has no run_uid, which "
+                "`bench run` always writes", "keep the header `bench run` wrote",
+                ctx.figures_using(run.id),
+            )  # fmt: skip
         keys = [f"file {run.file}", f"contents {_file_digest(ctx, run)}"]
         keys += [f"run_uid {ev.header.run_uid}"] if ev.header.run_uid else []
         for key in keys:
