@@ -138,3 +138,10 @@ def test_sk108_kernel_choice_in_the_environment_passes(tmp_path: Path) -> None:
                              {"name": "VLLM_MXFP4_USE_MARLIN", "value": "1"}]  # fmt: skip
 
     assert "SK108" not in fired(tmp_path, kernels)
+
+
+def test_sk109_control_that_agrees_no_better_than_the_cross_server_score(tmp_path: Path) -> None:
+    """The control is there, but 'shows_method_unsound' was edited to false."""
+    sound = {**CONTROL, "shows_method_unsound": False}
+    mutate = lambda d: d["accuracy"].update(controls=[sound], cross_server_agreement=AGREEMENT)  # noqa: E731
+    assert "SK109" in fired(tmp_path, mutate)

@@ -78,3 +78,17 @@ def test_sk117_simulator_named_in_another_case_everywhere(tmp_path: Path) -> Non
     evidence = {"run-a": renamed, "run-b": renamed}
     mutate = lambda d: d["engine"].update(name="Servekit_Sim")  # noqa: E731
     assert "SK117" in fired(tmp_path, mutate, evidence=evidence)
+
+
+def test_sk113_long_context_carried_only_by_a_warmup(tmp_path: Path) -> None:
+    """One warmup with a 2000-token prompt 'covers' the 2048-token context no figure measured."""
+
+    def claim(d: Definition) -> None:
+        d["disclosures"] = []
+        d["workloads"][0]["prompt_tokens"] = {"min": 512, "max": 2016}
+
+    def long_warmup(lines: Lines) -> None:
+        warm = next(r for r in lines[1:] if r["warmup"])
+        warm["prompt_tokens"] = warm["requested_prompt_tokens"] = 2016
+
+    assert "SK113" in fired(tmp_path, claim, evidence={"run-a": long_warmup, "run-b": long_warmup})

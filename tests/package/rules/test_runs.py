@@ -304,3 +304,34 @@ def test_sk124_v1_label_does_not_hide_another_served_model(tmp_path: Path) -> No
 def test_v2_header_field_removed_rather_than_wrong(tmp_path: Path, field: str, rule: str) -> None:
     """`bench run` always writes these in v2; only an imported file may lack them."""
     assert rule in fired(tmp_path, evidence={"run-b": lambda ls: ls[0].pop(field)})
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["vllm", "serve", "other/model"],
+        ["vllm", "serve", "--model=other/model"],
+        ["sh", "-c", "vllm serve other/model"],
+    ],
+    ids=["positional", "--model=", "sh -c"],
+)
+def test_sk124_served_name_matches_but_the_serve_command_loads_another_model(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    def other(lines: Lines) -> None:
+        lines[0]["serve"]["argv"] = argv
+
+    assert "SK124" in fired(tmp_path, evidence={"run-b": other})
+
+
+def test_sk124_model_loaded_from_a_local_download_passes(tmp_path: Path) -> None:
+    def local(lines: Lines) -> None:
+        lines[0]["serve"]["argv"] = [
+            "vllm",
+            "serve",
+            "/models/test-tiny",
+            "--tensor-parallel-size",
+            "2",
+        ]
+
+    assert "SK124" not in fired(tmp_path, evidence={"run-b": local})

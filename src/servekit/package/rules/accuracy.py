@@ -80,7 +80,12 @@ def agreement_informational(ctx: Context) -> Findings:
         yield finding("SK109", "accuracy.controls",
                       "a cross-server agreement score is published without a same-server control",
                       f"add a control of kind {SAME_SERVER} with its value (two identical servers)")  # fmt: skip
-    unsound = any(c.shows_method_unsound for c in acc.controls)
+    cross = acc.cross_server_agreement.value_pct
+    # shown, not declared: a method that agrees with the same server no better than with
+    # the other one cannot tell them apart, whatever shows_method_unsound says
+    unsound = any(c.shows_method_unsound for c in acc.controls) or any(
+        c.value_pct <= cross for c in controls if c.value_pct is not None
+    )
     if unsound and not acc.cross_server_agreement.informational:
         yield finding("SK109", "accuracy.cross_server_agreement.informational",
                       "a cross-server agreement score is presented as accuracy evidence although a "

@@ -47,11 +47,12 @@ def modality_disclosure(ctx: Context) -> Findings:
 
 
 def covered_context(ctx: Context) -> int:
-    """Longest prompt + output the records carried; the declared workloads when none."""
+    """Longest prompt + output the successful measured records carried (a warmup is in no
+    figure); the declared workloads when there are no runs."""
     longest = 0
     for _, run, ev in ctx.runs_with_evidence():
         for r in ev.requests if run.current else ():
-            if r.ok:
+            if r.ok and not r.warmup:
                 longest = max(longest, (r.prompt_tokens or 0) + (r.completion_tokens or 0))
     if longest or ctx.package.measurements.runs:
         return longest

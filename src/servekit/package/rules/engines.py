@@ -210,6 +210,21 @@ def not_stock(engine: str, serve: ServeConfig) -> list[str]:
     return out + [f"environment {name}" for name in env if name not in NEUTRAL_ENV]
 
 
+def served_model_arg(argv: tuple[str, ...]) -> str | None:
+    """The model a serve command loads: ``--model``/``--model-path``, else the word after
+    ``serve`` (``vllm serve MODEL``); None when it names none."""
+    named = dict(flags(argv))
+    for flag in ("--model", "--model-path"):
+        if named.get(flag):
+            return named[flag]
+    words = _words(argv)
+    if "serve" in words:
+        following = words[words.index("serve") + 1 :]
+        if following and not following[0].startswith("-"):
+            return following[0]
+    return None
+
+
 def load_settings(argv: tuple[str, ...]) -> dict[str, str | None]:
     """The load-needed settings of ``argv`` that change what is served (naming flags left out)."""
     return {name: value for name, value in flags(argv) if name not in NAMING_FLAGS}

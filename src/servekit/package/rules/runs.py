@@ -13,6 +13,7 @@ from servekit.package.evidence import Evidence, RequestRecord
 from servekit.package.models import Figure, Run, Workload
 from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import is_simulator
+from servekit.package.rules.engines import served_model_arg
 from servekit.package.rules.records import instant
 from servekit.package.rules.registry import Findings, finding, rule
 
@@ -112,6 +113,11 @@ def _coverage(ctx: Context, where: str, run: Run, ev: Evidence, workload: Worklo
             )
 
 
+def _local_path(model: str) -> bool:
+    """A model argument that is a directory on the serving host (a download of the pin)."""
+    return model.startswith(("/", "./", "../", "~"))
+
+
 def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -> list[str]:
     pkg, h = ctx.package, ev.header
     out = []
@@ -132,6 +138,10 @@ def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -
         if h.model != served or (h.served_models is not None and served not in h.served_models):
             out.append(f"the run asked for model '{h.model}' of {list(h.served_models or [])}; "
                        f"the package serves '{served}'")  # fmt: skip
+    named = served_model_arg(h.serve.argv) if h.serve is not None else None
+    if named is not None and named != pkg.model.repo and not _local_path(named):
+        out.append(f"the recorded serve command loads model '{named}', the package pins "
+                   f"'{pkg.model.repo}'")  # fmt: skip
     if h.seed != workload.seed:
         out.append(f"the run's seed is {h.seed}, workload '{workload.id}' declares {workload.seed}")
     return out
