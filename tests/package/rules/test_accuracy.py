@@ -145,3 +145,8 @@ def test_sk109_control_that_agrees_no_better_than_the_cross_server_score(tmp_pat
     sound = {**CONTROL, "shows_method_unsound": False}
     mutate = lambda d: d["accuracy"].update(controls=[sound], cross_server_agreement=AGREEMENT)  # noqa: E731
     assert "SK109" in fired(tmp_path, mutate)
+
+
+def test_sk107_recovery_over_a_zero_baseline(tmp_path: Path) -> None:
+    scores = {"baseline": 0.0, "optimized": 0.5, "recovery_pct": 99.5, "delta": 0.5}
+    assert "SK107" in fired(tmp_path, lambda d: d["accuracy"].update(scores))

@@ -162,3 +162,8 @@ def test_sk111_cost_from_a_simulator_that_names_itself_otherwise(tmp_path: Path)
         lines[0].update(simulator=False, engine_name="ServeKit_Sim")
 
     assert "SK111" in fired(tmp_path, _cost, evidence={"run-a": sim, "run-b": sim})
+
+
+def test_sk132_residency_measured_on_nothing(tmp_path: Path) -> None:
+    floor = {**FLOOR, "weights_per_gpu_gib": 0.5, "measured_on": "  "}
+    assert "SK132" in fired(tmp_path, lambda d: d["hardware"].update(floor=floor))

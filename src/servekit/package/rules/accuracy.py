@@ -24,6 +24,10 @@ def accuracy_recovery(ctx: Context) -> Findings:
         yield finding("SK107", "accuracy.recovery_pct",
                       "a recovery or delta is stated without both a baseline and an optimized score",
                       "publish both scores, or remove recovery_pct/delta and state absent_reason")  # fmt: skip
+    if both and acc.recovery_pct is not None and (acc.baseline or 0) <= 0:
+        yield finding("SK107", "accuracy.recovery_pct", f"a recovery is stated over a baseline "
+                      f"score of {acc.baseline:g}, which nothing can be divided by",
+                      "publish the two scores and a delta, without recovery_pct")  # fmt: skip
     if acc.baseline and acc.optimized is not None:
         recovery = acc.optimized / acc.baseline * 100
         if acc.recovery_pct is not None and abs(recovery - acc.recovery_pct) > 0.05:

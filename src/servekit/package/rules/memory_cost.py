@@ -94,7 +94,7 @@ def floor_proof(ctx: Context) -> Findings:
     floor = ctx.package.hardware.floor
     if floor is None or floor.requirement is None:
         return
-    residency = floor.weights_per_gpu_gib is not None and floor.measured_on is not None
+    residency = floor.weights_per_gpu_gib is not None and bool((floor.measured_on or "").strip())
     proven = [a for a in floor.attempts if _failed(a.outcome) and _own_record(ctx, a.evidence)]
     if not residency and not proven:
         yield finding("SK132", "hardware.floor", f"the floor '{floor.requirement}' has no "
