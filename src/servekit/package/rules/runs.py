@@ -334,10 +334,11 @@ def all_runs_used(ctx: Context) -> Findings:
 
 
 def _unused_runs(ctx: Context) -> Findings:
-    """A current run no measured figure uses is a run left out (whatever its ``config``
-    label says), and a run id defined twice hides one of its files."""
+    """A current run no figure names is a run left out (whatever its ``config`` label says;
+    a figure retracted with its reason accounts for its runs), and a run id defined twice
+    hides one of its files."""
     pkg = ctx.package
-    used = {r for _, f in ctx.measured_figures() for r in f.runs}
+    used = {r for f in pkg.measurements.figures for r in f.runs}
     ids = [r.id for r in pkg.measurements.runs]
     for i, run in enumerate(pkg.measurements.runs):
         where = f"measurements.runs[{i}]"
@@ -350,7 +351,7 @@ def _unused_runs(ctx: Context) -> Findings:
             yield finding(
                 "SK128", f"{where}.status",
                 f"current run '{run.id}' ({run.workload}, config {run.config}) backs no "
-                "measured figure", "use it in the figures of its configuration, or retract it "
+                "figure", "use it in the figures of its configuration, or retract it "
                 "(status: retracted, reason, date)",
             )  # fmt: skip
 
