@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import hashlib
+import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,7 @@ from servekit.package.evidence import (
 )
 from servekit.package.load import LoadedPackage, load_package
 from servekit.package.models import Metric, Scope, Statistic
+from servekit.package.rules.pin import listing_digest
 from servekit.package.stats import figure_value, summarize
 from tests.yamlio import dump_yaml
 
@@ -32,6 +35,11 @@ ENGINE = "0.11.0"
 HARDWARE = "2x H200"
 GPUS = 2
 SERVE_ARGV = ("vllm", "serve", "test/tiny", "--tensor-parallel-size", "2")
+PIN_PATH = "model/pin.json"
+PIN_FILES = [
+    {"path": "model.safetensors", "size": 996, "sha256": hashlib.sha256(b"weights").hexdigest()},
+    {"path": "config.json", "size": 4, "sha256": hashlib.sha256(b"conf").hexdigest()},
+]
 
 
 def synthetic_records(
@@ -199,8 +207,9 @@ def base_definition(records: list[RequestRecord]) -> dict[str, Any]:
         "model": {
             "repo": "test/tiny",
             "commit": "a" * 40,
-            "tree_digest": "sha256:" + "b" * 64,
+            "tree_digest": listing_digest(PIN_FILES),
             "total_bytes": 1000,
+            "files": PIN_PATH,
             "shard_count": 1,
             "parameters": {"total": 1000},
             "modalities": [{"modality": "text"}],
@@ -301,6 +310,8 @@ def write_package(
         text = dump_evidence(header(name, gpus, simulator, index, records), records)
         (root / "evidence" / f"{name}.jsonl").write_text(text)
     (root / "licenses" / "MODEL_LICENSE.md").write_text("model licence\n")
+    (root / PIN_PATH).parent.mkdir(exist_ok=True)
+    (root / PIN_PATH).write_text(json.dumps({"files": PIN_FILES}))
     (root / "licenses" / "PACKAGE_LICENSE.md").write_text("package licence\n")
     (root / "package.yaml").write_text(dump_yaml(definition))
     return load_package(root)

@@ -10,7 +10,8 @@ import yaml
 from servekit.errors import EvidenceError, PackageError, PackageFileError, PackageSchemaError
 from servekit.package.load import load_package
 from servekit.package.rules import check
-from tests.package.factories import write_package
+from servekit.package.rules.pin import listing_digest
+from tests.package.factories import PIN_FILES, write_package
 from tests.yamlio import dump_yaml
 
 
@@ -59,7 +60,8 @@ def test_wrong_type_names_field(pkg: Path) -> None:
 
 
 def test_digest_of_the_wrong_shape(pkg: Path) -> None:
-    _edit(pkg, "tree_digest: sha256:" + "b" * 64, "tree_digest: sha256:" + "b" * 63)
+    digest = listing_digest(PIN_FILES)
+    _edit(pkg, "tree_digest: " + digest, "tree_digest: " + digest[:-1])
     with pytest.raises(PackageSchemaError) as info:
         load_package(pkg)
     assert info.value.problems[0].field == "model.tree_digest"

@@ -59,3 +59,94 @@ def test_sk109_agreement_score_needs_its_same_server_control(tmp_path: Path) -> 
     )
     both = lambda d: d["accuracy"].update(controls=[CONTROL], cross_server_agreement=informational)  # noqa: E731
     assert "SK109" not in fired(tmp_path / "b", both)
+
+
+# --- an attacker's variants: numerics changed in ways a plain flag check misses ---------
+
+_TYPICAL = '{"method": "ngram", "acceptance_method": "typical_acceptance_sampler", "note": "rejection_sampler"}'  # fmt: skip
+_HIDDEN_NUMERICS: dict[str, list[str]] = {
+    "underscore spelling": ["--kv_cache_dtype", "fp8"],
+    "upper-case spelling": ["--KV-CACHE-DTYPE=fp8"],
+    "argparse abbreviation": ["--kv-cache-dt", "fp8"],
+    "flag and value as one word": ["--kv-cache-dtype fp8"],
+    "half precision for a bf16 checkpoint": ["--dtype", "float16"],
+    "a config file the engine reads": ["--config", "tuned.yaml"],
+    "hf overrides": ["--hf-overrides", '{"torch_dtype": "float16"}'],
+    "dummy weights": ["--load-format", "dummy"],
+    "lossy speculation naming the exact sampler elsewhere": ["--speculative-config", _TYPICAL],
+    "dotted speculative option": ["--speculative-config.method", "ngram"],
+}
+
+
+@pytest.mark.parametrize("args", list(_HIDDEN_NUMERICS.values()), ids=list(_HIDDEN_NUMERICS))
+def test_sk108_numerics_flag_however_spelled(tmp_path: Path, args: list[str]) -> None:
+    def spelled(d: Definition) -> None:
+        d["accuracy"].update(BY_CONSTRUCTION)
+        d["serve"]["args"] += args
+
+    assert "SK108" in fired(tmp_path, spelled)
+
+
+def test_sk108_numerics_flag_inside_sh_c_recorded_by_a_run(tmp_path: Path) -> None:
+    def shell(lines: Lines) -> None:
+        lines[0]["serve"]["argv"] = ["sh", "-c", "vllm serve test/tiny --kv-cache-dtype fp8"]
+
+    mutate = lambda d: d["accuracy"].update(BY_CONSTRUCTION)  # noqa: E731
+    assert "SK108" in fired(tmp_path, mutate, evidence={"run-a": shell})
+
+
+def test_sk108_engine_without_a_numerics_list_cannot_be_by_construction(tmp_path: Path) -> None:
+    def trtllm(d: Definition) -> None:
+        d["accuracy"].update(BY_CONSTRUCTION)
+        d["engine"]["name"] = "trtllm"
+
+    assert "SK108" in fired(tmp_path, trtllm)
+
+
+def test_sk108_exact_speculation_and_auto_settings_pass(tmp_path: Path) -> None:
+    exact = '{"method": "ngram", "acceptance_method": "rejection_sampler"}'
+
+    def harmless(d: Definition) -> None:
+        d["accuracy"].update(BY_CONSTRUCTION)
+        d["serve"]["args"] += ["--dtype", "auto", "--kv-cache-dtype=auto", "--load-format",
+                               "safetensors", "--speculative-config", exact]  # fmt: skip
+
+    assert "SK108" not in fired(tmp_path, harmless)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"VLLM_KV_CACHE_DTYPE": "fp8"},
+        {"KV_DTYPE_OVERRIDE": "fp8_e4m3"},
+        {"MODEL_QUANTIZATION": "awq"},
+    ],
+    ids=["kv-cache dtype by name", "a lossy dtype under any name", "quantization by name"],
+)
+def test_sk108_numerics_set_through_the_environment(tmp_path: Path, env: dict[str, str]) -> None:
+    def in_env(lines: Lines) -> None:
+        lines[0]["serve"]["env"] = env
+
+    mutate = lambda d: d["accuracy"].update(BY_CONSTRUCTION)  # noqa: E731
+    assert "SK108" in fired(tmp_path, mutate, evidence={"run-a": in_env})
+
+
+def test_sk108_kernel_choice_in_the_environment_passes(tmp_path: Path) -> None:
+    def kernels(d: Definition) -> None:
+        d["accuracy"].update(BY_CONSTRUCTION)
+        d["serve"]["env"] = [{"name": "VLLM_ATTENTION_BACKEND", "value": "FLASHINFER"},
+                             {"name": "VLLM_MXFP4_USE_MARLIN", "value": "1"}]  # fmt: skip
+
+    assert "SK108" not in fired(tmp_path, kernels)
+
+
+def test_sk109_control_that_agrees_no_better_than_the_cross_server_score(tmp_path: Path) -> None:
+    """The control is there, but 'shows_method_unsound' was edited to false."""
+    sound = {**CONTROL, "shows_method_unsound": False}
+    mutate = lambda d: d["accuracy"].update(controls=[sound], cross_server_agreement=AGREEMENT)  # noqa: E731
+    assert "SK109" in fired(tmp_path, mutate)
+
+
+def test_sk107_recovery_over_a_zero_baseline(tmp_path: Path) -> None:
+    scores = {"baseline": 0.0, "optimized": 0.5, "recovery_pct": 99.5, "delta": 0.5}
+    assert "SK107" in fired(tmp_path, lambda d: d["accuracy"].update(scores))

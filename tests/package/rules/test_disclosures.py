@@ -55,3 +55,40 @@ def test_sk117_simulator_header_without_the_flag_in_the_package(tmp_path: Path) 
         lines[0]["simulator"] = True
 
     assert "SK117" in fired(tmp_path, evidence={"run-a": sim})
+
+
+# --- an attacker's variants ------------------------------------------------------------
+
+
+def test_sk112_a_failed_image_request_exercised_no_vision_path(tmp_path: Path) -> None:
+    def failed_image(lines: Lines) -> None:
+        r = next(r for r in lines[1:] if r["concurrency"] == 4 and not r["warmup"])
+        r.update(content_parts=["text", "image"], http_status=500, error="image decoder crashed")
+
+    mutate = lambda d: d["model"]["modalities"].append(VISION)  # noqa: E731
+    assert "SK112" in fired(tmp_path, mutate, evidence={"run-a": failed_image})
+
+
+def test_sk117_simulator_named_in_another_case_everywhere(tmp_path: Path) -> None:
+    """Engine pin, headers and flags all say a real engine called 'Servekit_Sim'."""
+
+    def renamed(lines: Lines) -> None:
+        lines[0].update(simulator=False, engine_name="Servekit_Sim")
+
+    evidence = {"run-a": renamed, "run-b": renamed}
+    mutate = lambda d: d["engine"].update(name="Servekit_Sim")  # noqa: E731
+    assert "SK117" in fired(tmp_path, mutate, evidence=evidence)
+
+
+def test_sk113_long_context_carried_only_by_a_warmup(tmp_path: Path) -> None:
+    """One warmup with a 2000-token prompt 'covers' the 2048-token context no figure measured."""
+
+    def claim(d: Definition) -> None:
+        d["disclosures"] = []
+        d["workloads"][0]["prompt_tokens"] = {"min": 512, "max": 2016}
+
+    def long_warmup(lines: Lines) -> None:
+        warm = next(r for r in lines[1:] if r["warmup"])
+        warm["prompt_tokens"] = warm["requested_prompt_tokens"] = 2016
+
+    assert "SK113" in fired(tmp_path, claim, evidence={"run-a": long_warmup, "run-b": long_warmup})

@@ -110,3 +110,43 @@ def test_sk134_source_concurrency_must_match_the_label(tmp_path: Path) -> None:
     assert "SK134" in fired(
         tmp_path, lambda d: figure(d, "ttft-p50-c1").update(**{**REPORTED, "source": source})
     )
+
+
+# --- an attacker's variants ------------------------------------------------------------
+
+
+def _reported(fid: str, scope: str, value: float, name: str, **workload: int) -> dict[str, Any]:
+    source = {**REPORTED["source"], "name": name,
+              "workload": {"output_tokens": 32, "concurrency": 4, **workload}}  # type: ignore[dict-item]  # fmt: skip
+    return {"id": fid, "label": fid, "metric": "output_throughput", "statistic": "value",
+            "scope": scope, "concurrency": 4, "value": value, "provenance": "reported",
+            "measured_on": {"engine": "0.11.0", "hardware": "2x H200", "workload": "w"},
+            "runs": [], "source": source}  # fmt: skip
+
+
+def test_sk105_reported_pair_under_source_names_spelled_apart(tmp_path: Path) -> None:
+    pair = [_reported("rg", "per_gpu", 100, "Publisher page"),
+            _reported("rn", "node", 300, "Publisher page ")]  # fmt: skip
+    assert "SK105" in fired(tmp_path, lambda d: d["measurements"]["figures"].extend(pair))
+
+
+def test_sk105_measured_pair_with_runs_in_another_order(tmp_path: Path) -> None:
+    def node(d: Definition) -> None:
+        d["measurements"]["figures"].append(
+            {**figure(d, "otps-gpu-c4"), "id": "otps-node-c4", "scope": "node",
+             "value": round(figure(d, "otps-gpu-c4")["value"] * 3, 1), "runs": ["run-b", "run-a"]}
+        )  # fmt: skip
+
+    assert "SK105" in fired(tmp_path, node)
+
+
+@pytest.mark.parametrize(
+    "workload",
+    [{"output_tokens": 1024}, {"requests": 100}, {"warmup": 0}],
+    ids=["output tokens", "requests", "warmup"],
+)
+def test_sk134_source_ran_another_workload_than_the_label(
+    tmp_path: Path, workload: dict[str, int]
+) -> None:
+    fig = _reported("rep", "node", 300, "Publisher page", **workload)
+    assert "SK134" in fired(tmp_path, lambda d: d["measurements"]["figures"].append(fig))

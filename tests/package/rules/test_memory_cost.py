@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +85,85 @@ def test_sk132_failed_attempt_with_evidence_proves_the_floor(tmp_path: Path) -> 
         "configuration": "tp 1",
         "outcome": "failed (OOM)",
         "reason": "weights do not fit",
-        "evidence": "licenses/MODEL_LICENSE.md",
+        "evidence": "evidence/oom.log",
     }
     floor = {**FLOOR, "attempts": [attempt]}
+    (tmp_path / "a" / "evidence").mkdir(parents=True)
+    (tmp_path / "a" / "evidence" / "oom.log").write_text(
+        "torch.OutOfMemoryError: CUDA out of memory\n"
+    )
     assert "SK132" not in fired(tmp_path / "a", lambda d: d["hardware"].update(floor=floor))
     missing = {**FLOOR, "attempts": [{**attempt, "evidence": "evidence/oom.log"}]}
     assert "SK132" in fired(tmp_path / "b", lambda d: d["hardware"].update(floor=missing))
+
+
+# --- an attacker's variants ------------------------------------------------------------
+
+_ATTEMPT = {"hardware": "1x L4", "configuration": "tp 1", "outcome": "failed (OOM)",
+            "reason": "weights do not fit"}  # fmt: skip
+_FAKE_PROOFS: dict[str, dict[str, str]] = {
+    "the package definition as its log": {"evidence": "package.yaml"},
+    "a licence as its log": {"evidence": "licenses/MODEL_LICENSE.md"},
+    "an attempt that loaded": {"evidence": "evidence/run-a.jsonl", "outcome": "loaded and served"},
+    "an empty log": {"evidence": "evidence/empty.log"},
+    "a symlink out of the package": {"evidence": "evidence/outside.log"},
+}
+
+
+@pytest.mark.parametrize("attempt", list(_FAKE_PROOFS.values()), ids=list(_FAKE_PROOFS))
+def test_sk132_attempt_that_proves_nothing(tmp_path: Path, attempt: dict[str, str]) -> None:
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "empty.log").write_text("")
+    (tmp_path.parent / "elsewhere.log").write_text("CUDA out of memory\n")
+    (tmp_path / "evidence" / "outside.log").symlink_to(tmp_path.parent / "elsewhere.log")
+    floor = {**FLOOR, "attempts": [{**_ATTEMPT, **attempt}]}
+    assert "SK132" in fired(tmp_path, lambda d: d["hardware"].update(floor=floor))
+
+
+_PEAK = {"published": True, "value_gib": 2.0, "source": "measured_profile"}
+
+
+def _engine(name: str, args: list[str] | None = None) -> Callable[[Definition], None]:
+    def mutate(d: Definition) -> None:
+        d["engine"]["name"] = name
+        d["serve"]["args"] = args or []
+        d["peak_memory"] = _PEAK
+
+    return mutate
+
+
+def _recorded(*argv: str) -> Callable[[Lines], None]:
+    def edit(lines: Lines) -> None:
+        lines[0].update(engine_name=None)
+        lines[0]["serve"]["argv"] = list(argv)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "recorded"),
+    [
+        ("TensorRT_LLM", [], None),
+        ("text-generation-inference", [], None),
+        ("transformers", ["--continuous_batching"], None),
+        ("transformers", [], ("transformers", "serve", "--continuous-batching")),
+    ],
+    ids=["engine name spelled otherwise", "tgi", "flag with underscore", "flag only in the run"],
+)
+def test_sk110_preallocation_however_named(
+    tmp_path: Path, name: str, args: list[str], recorded: tuple[str, ...] | None
+) -> None:
+    evidence = {r: _recorded(*recorded) for r in ("run-a", "run-b")} if recorded else {}
+    assert "SK110" in fired(tmp_path, _engine(name, args), evidence=evidence)
+
+
+def test_sk111_cost_from_a_simulator_that_names_itself_otherwise(tmp_path: Path) -> None:
+    def sim(lines: Lines) -> None:
+        lines[0].update(simulator=False, engine_name="ServeKit_Sim")
+
+    assert "SK111" in fired(tmp_path, _cost, evidence={"run-a": sim, "run-b": sim})
+
+
+def test_sk132_residency_measured_on_nothing(tmp_path: Path) -> None:
+    floor = {**FLOOR, "weights_per_gpu_gib": 0.5, "measured_on": "  "}
+    assert "SK132" in fired(tmp_path, lambda d: d["hardware"].update(floor=floor))

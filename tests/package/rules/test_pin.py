@@ -38,3 +38,8 @@ def test_listing_digest_matches_the_tiny_sim_example() -> None:
     root = Path(__file__).parents[3] / "examples/packages/tiny-sim"
     pin = json.loads((root / "model-pin.json").read_text())
     assert listing_digest(pin["files"]) == pin["tree_digest"]
+
+
+def test_sk133_measured_package_with_its_pin_file_removed(tmp_path: Path) -> None:
+    """The file list dropped rather than corrected: nothing is left to recompute."""
+    assert "SK133" in fired(tmp_path, lambda d: d["model"].pop("files"))

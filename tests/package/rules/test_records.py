@@ -156,3 +156,74 @@ def test_v1_evidence_lists_what_cannot_be_verified(tmp_path: Path) -> None:
     result = report(tmp_path, evidence={"run-a": v1})
     assert result.cannot_verify is not None and "run-a" in result.cannot_verify
     assert check(load_package(tmp_path)).cannot_verify == result.cannot_verify
+
+
+# --- an attacker's variants ------------------------------------------------------------
+
+
+def _drop_last_failure(lines: Lines) -> None:
+    """The failed request removed, and the count in the header lowered to match."""
+    lines.remove(measured(lines, 4)[-1])
+    lines[0]["requests_sent"] = len(lines) - 1
+
+
+def _drop_failure_renamed(lines: Lines) -> None:
+    """... and every id renamed, so servekit's id pattern no longer says what is missing."""
+    _drop_last_failure(lines)
+    for r in lines[1:]:
+        r["id"] = "req-" + r["id"]
+
+
+def _drop_failure_no_count(lines: Lines) -> None:
+    del lines[0]["requests_sent"]
+    lines.remove(measured(lines, 4)[-1])
+    for r in lines[1:]:
+        r["id"] = "req-" + r["id"]
+
+
+def _drop_middle_seq(lines: Lines) -> None:
+    victim = measured(lines, 1)[3]
+    lines.remove(victim)
+    lines.append(dict(victim, id="extra", warmup=False, seq=len(lines) + 5))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_drop_last_failure, _drop_failure_renamed, _drop_failure_no_count, _drop_middle_seq],
+    ids=["count lowered", "ids renamed", "count removed", "send position missing"],
+)
+def test_sk122_dropped_request_with_its_traces_covered(tmp_path: Path, edit: Any) -> None:
+    assert "SK122" in fired(tmp_path, runs=FAILED, evidence={"run-a": edit})
+
+
+def _same_request_twice(lines: Lines) -> None:
+    first, second = measured(lines, 4)[0], measured(lines, 4)[1]
+    lines[lines.index(second)] = dict(first, id=first["id"].upper(), seq=second["seq"])
+
+
+def _id_with_space(lines: Lines) -> None:
+    first, second = measured(lines, 4)[0], measured(lines, 4)[1]
+    lines[lines.index(second)] = dict(second, id=first["id"] + " ")
+
+
+@pytest.mark.parametrize(
+    "edit", [_same_request_twice, _id_with_space], ids=["same times", "id + space"]
+)
+def test_sk121_one_request_counted_twice_under_another_id(tmp_path: Path, edit: Any) -> None:
+    assert "SK121" in fired(tmp_path, evidence={"run-b": edit})
+
+
+@pytest.mark.parametrize(
+    "ended_at", ["2026-11-30T00:11:00", "never"], ids=["no time zone", "not a time"]
+)
+def test_sk119_header_window_that_cannot_be_read(tmp_path: Path, ended_at: str) -> None:
+    """A zone-less end beside a zoned start once crashed the check; neither reads as a window."""
+    assert "SK119" in fired(
+        tmp_path, evidence={"run-b": lambda ls: ls[0].update(ended_at=ended_at)}
+    )
+
+
+def test_sk118_nan_as_a_string(tmp_path: Path) -> None:
+    assert "SK118" in fired(
+        tmp_path, evidence={"run-a": lambda ls: measured(ls, 4)[0].update(t_end="NaN")}
+    )

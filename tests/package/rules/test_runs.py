@@ -3,12 +3,15 @@ independent of another."""
 
 from __future__ import annotations
 
+import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from servekit.package.evidence import RequestRecord
 from servekit.package.load import load_package
 from servekit.package.rules import check
 from tests.package.factories import edit_definition, synthetic_records
@@ -192,3 +195,143 @@ def test_sk129_shifted_copy_repeats_timings(tmp_path: Path) -> None:
     ]
     runs = {"run-a": synthetic_records("run-a", seed=7, number=1), "run-b": copied}
     assert "SK129" in fired(tmp_path, runs=runs)
+
+
+# --- an attacker's variants ------------------------------------------------------------
+
+
+def _copy_of_a(scale: float = 1.0, shift: float = 0.0, noise: float = 0.0) -> list[RequestRecord]:
+    """Run a's records as run b: every time scaled and shifted, plus microsecond noise."""
+    rng = random.Random(3)
+
+    def moved(t: float | None) -> float | None:
+        return None if t is None else t * scale + shift + rng.uniform(0, noise)
+
+    out = []
+    for r in synthetic_records("run-a", seed=7, number=1):
+        content = tuple(t * scale + shift + rng.uniform(0, noise) for t in r.t_content)
+        out.append(r.model_copy(update={
+            "run": "run-b", "id": r.id.replace("r1-", "r2-"), "t_start": moved(r.t_start),
+            "t_send": moved(r.t_send), "t_end": moved(r.t_end), "t_content": content,
+            "t_first_content": content[0], "t_first_event": content[0],
+        }))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [{"scale": 1.003}, {"noise": 2e-6}, {"scale": 0.998, "shift": 0.05, "noise": 1e-6}],
+    ids=["rescaled", "microsecond noise", "rescaled, shifted and noisy"],
+)
+def test_sk129_copy_that_no_longer_repeats_timings_exactly(
+    tmp_path: Path, copy: dict[str, float]
+) -> None:
+    runs = {"run-a": synthetic_records("run-a", seed=7, number=1), "run-b": _copy_of_a(**copy)}
+    assert "SK129" in fired(tmp_path, runs=runs)
+
+
+def _overlapping(**header: str) -> Callable[[Lines], None]:
+    def edit(lines: Lines) -> None:
+        lines[0].update(started_at="2026-11-30T00:00:00.5+00:00", **header)
+        lines[0]["ended_at"] = "2026-11-30T00:00:" + lines[0]["ended_at"][17:]
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"endpoint": "http://localhost:8000/v1/"},
+        {"endpoint": "HTTP://127.0.0.1:8000"},
+        {"host": "Test-Host "},
+        {"ended_at": "soon"},
+    ],
+    ids=["loopback alias", "scheme case, no /v1", "host spelled otherwise", "no end time"],
+)
+def test_sk129_overlap_on_a_server_spelled_otherwise(
+    tmp_path: Path, header: dict[str, str]
+) -> None:
+    assert "SK129" in fired(tmp_path, evidence={"run-b": _overlapping(**header)})
+
+
+def test_sk129_run_without_a_wall_clock_start(tmp_path: Path) -> None:
+    assert "SK129" in fired(
+        tmp_path, evidence={"run-b": lambda ls: ls[0].update(started_at="yesterday")}
+    )
+
+
+def _third_run(ttft_ms: float = 300.0) -> dict[str, list[RequestRecord]]:
+    return {
+        "run-a": synthetic_records("run-a", seed=7, number=1),
+        "run-b": synthetic_records("run-b", seed=8, number=2),
+        "run-c": synthetic_records("run-c", seed=11, number=3, ttft_ms=ttft_ms),
+    }
+
+
+def test_sk128_run_left_out_by_a_config_label(tmp_path: Path) -> None:
+    def relabel(d: Definition) -> None:
+        d["measurements"]["runs"].append(
+            {
+                **run_def(d, "run-a"),
+                "id": "run-c",
+                "file": "evidence/run-c.jsonl",
+                "config": "trial",
+            }
+        )
+
+    assert "SK128" in fired(tmp_path, relabel, _third_run())
+
+
+def test_sk128_run_id_defined_twice_hides_a_file(tmp_path: Path) -> None:
+    def twice(d: Definition) -> None:
+        d["measurements"]["runs"].append({**run_def(d, "run-a"), "file": "evidence/run-c.jsonl"})
+
+    assert "SK128" in fired(tmp_path, twice, _third_run())
+
+
+def test_sk124_v1_label_does_not_hide_another_served_model(tmp_path: Path) -> None:
+    def downgrade(lines: Lines) -> None:
+        lines[0].update(
+            format="servekit.bench/v1", model="other/model", served_models=["other/model"]
+        )
+
+    assert "SK124" in fired(tmp_path, evidence={"run-b": downgrade})
+
+
+@pytest.mark.parametrize(
+    ("field", "rule"), [("run_uid", "SK127"), ("workload", "SK125")], ids=["run_uid", "workload"]
+)
+def test_v2_header_field_removed_rather_than_wrong(tmp_path: Path, field: str, rule: str) -> None:
+    """`bench run` always writes these in v2; only an imported file may lack them."""
+    assert rule in fired(tmp_path, evidence={"run-b": lambda ls: ls[0].pop(field)})
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["vllm", "serve", "other/model"],
+        ["vllm", "serve", "--model=other/model"],
+        ["sh", "-c", "vllm serve other/model"],
+    ],
+    ids=["positional", "--model=", "sh -c"],
+)
+def test_sk124_served_name_matches_but_the_serve_command_loads_another_model(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    def other(lines: Lines) -> None:
+        lines[0]["serve"]["argv"] = argv
+
+    assert "SK124" in fired(tmp_path, evidence={"run-b": other})
+
+
+def test_sk124_model_loaded_from_a_local_download_passes(tmp_path: Path) -> None:
+    def local(lines: Lines) -> None:
+        lines[0]["serve"]["argv"] = [
+            "vllm",
+            "serve",
+            "/models/test-tiny",
+            "--tensor-parallel-size",
+            "2",
+        ]
+
+    assert "SK124" not in fired(tmp_path, evidence={"run-b": local})

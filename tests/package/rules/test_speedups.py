@@ -128,3 +128,37 @@ def test_sk131_tuning_environment_is_not_stock(tmp_path: Path) -> None:
         lines[0]["serve"]["env"] = {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}
 
     assert "SK131" in fired(tmp_path, with_speedup, RUNS, evidence={"base-a": env})
+
+
+# --- an attacker's variants: a baseline tuned (or starved) in ways the flag list misses --
+
+
+def _argv(*extra: str, base: tuple[str, ...] | None = None) -> Callable[[Lines], object]:
+    def edit(lines: Lines) -> None:
+        argv = list(base) if base is not None else lines[0]["serve"]["argv"]
+        lines[0]["serve"]["argv"] = [*argv, *extra]
+
+    return edit
+
+
+_ENV_IN_ARGV = ("env", "VLLM_ATTENTION_BACKEND=FLASHINFER", "vllm", "serve", "test/tiny",
+                "--tensor-parallel-size", "2")  # fmt: skip
+_TP1 = ("vllm", "serve", "test/tiny", "--tensor-parallel-size", "1")
+_TUNED_BASELINES: dict[str, Callable[[Lines], object]] = {
+    "environment set inside the argument vector": _argv(base=_ENV_IN_ARGV),
+    "tuning flag spelled with underscores": _argv("--max_num_seqs", "512"),
+    "starved of KV cache by a load flag": _argv("--gpu-memory-utilization", "0.3"),
+    "on fewer GPUs than the optimized run": _argv(base=_TP1),
+    "tuning inside sh -c": _argv(base=("sh", "-c", "vllm serve test/tiny --max-num-seqs 512")),
+}
+
+
+@pytest.mark.parametrize("edit", list(_TUNED_BASELINES.values()), ids=list(_TUNED_BASELINES))
+def test_sk131_baseline_that_is_not_stock(tmp_path: Path, edit: Callable[[Lines], object]) -> None:
+    assert "SK131" in fired(tmp_path, with_speedup, RUNS, evidence={"base-a": edit, "base-b": edit})
+
+
+def test_sk131_naming_flags_may_differ_from_the_optimized_run(tmp_path: Path) -> None:
+    own_port = _argv("--port", "8001", "--served-model-name", "stock")
+    evidence = {"base-a": own_port, "base-b": own_port}
+    assert "SK131" not in fired(tmp_path, with_speedup, RUNS, evidence=evidence)

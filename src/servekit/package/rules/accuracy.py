@@ -24,6 +24,10 @@ def accuracy_recovery(ctx: Context) -> Findings:
         yield finding("SK107", "accuracy.recovery_pct",
                       "a recovery or delta is stated without both a baseline and an optimized score",
                       "publish both scores, or remove recovery_pct/delta and state absent_reason")  # fmt: skip
+    if both and acc.recovery_pct is not None and (acc.baseline or 0) <= 0:
+        yield finding("SK107", "accuracy.recovery_pct", f"a recovery is stated over a baseline "
+                      f"score of {acc.baseline:g}, which nothing can be divided by",
+                      "publish the two scores and a delta, without recovery_pct")  # fmt: skip
     if acc.baseline and acc.optimized is not None:
         recovery = acc.optimized / acc.baseline * 100
         if acc.recovery_pct is not None and abs(recovery - acc.recovery_pct) > 0.05:
@@ -36,17 +40,6 @@ def accuracy_recovery(ctx: Context) -> Findings:
     if not both and not acc.absent_reason:
         yield finding("SK107", "accuracy.absent_reason", "no baseline/optimized pair and no "
                       "reason given", "state absent_reason: why there is no recovery figure")  # fmt: skip
-
-
-def _serve_argvs(ctx: Context) -> list[tuple[str, tuple[str, ...]]]:
-    pkg = ctx.package
-    serve_env = tuple(f"{e.name}={e.value}" for e in pkg.serve.env)
-    out = [("serve", (*pkg.serve.entrypoint, *pkg.serve.args, *serve_env))]
-    for run in pkg.measurements.runs:
-        recorded = ctx.serve_of(run) if run.current else None
-        if recorded is not None:
-            out.append((f"run {run.id}", recorded.argv))
-    return out
 
 
 @rule(
@@ -67,7 +60,7 @@ def by_construction(ctx: Context) -> Findings:
         yield finding("SK108", "accuracy.runtime_stages_applied",
                       f"'by construction' is claimed but stages are applied: "
                       f"{', '.join(acc.runtime_stages_applied)}", "measure accuracy, or remove the stages")  # fmt: skip
-    for where, argv in _serve_argvs(ctx):
+    for where, argv in ctx.serve_argvs():
         changes = numerics_changes(engine, argv)
         if changes:
             yield finding("SK108", "accuracy.method",
@@ -91,7 +84,12 @@ def agreement_informational(ctx: Context) -> Findings:
         yield finding("SK109", "accuracy.controls",
                       "a cross-server agreement score is published without a same-server control",
                       f"add a control of kind {SAME_SERVER} with its value (two identical servers)")  # fmt: skip
-    unsound = any(c.shows_method_unsound for c in acc.controls)
+    cross = acc.cross_server_agreement.value_pct
+    # shown, not declared: a method that agrees with the same server no better than with
+    # the other one cannot tell them apart, whatever shows_method_unsound says
+    unsound = any(c.shows_method_unsound for c in acc.controls) or any(
+        c.value_pct <= cross for c in controls if c.value_pct is not None
+    )
     if unsound and not acc.cross_server_agreement.informational:
         yield finding("SK109", "accuracy.cross_server_agreement.informational",
                       "a cross-server agreement score is presented as accuracy evidence although a "

@@ -99,6 +99,19 @@ class Context:
     def workload_of(self, run: Run) -> Workload | None:
         return self.package.workload(run.workload)
 
+    def serve_argvs(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(where, argument vector) of the package's serve command (its environment as
+        ``NAME=value`` words) and of every current run's recorded serve configuration."""
+        pkg = self.package
+        serve_env = tuple(f"{e.name}={e.value}" for e in pkg.serve.env)
+        out = [("serve", (*pkg.serve.entrypoint, *pkg.serve.args, *serve_env))]
+        for run in pkg.measurements.runs:
+            recorded = self.serve_of(run) if run.current else None
+            if recorded is not None:
+                env = tuple(f"{k}={v}" for k, v in recorded.env.items())
+                out.append((f"run {run.id}", (*recorded.argv, *env)))
+        return out
+
     def serve_of(self, run: Run) -> ServeConfig | None:
         """The serve configuration a run recorded (v2 header), else the one the package
         declares for it (``runs[].serve``), else None."""

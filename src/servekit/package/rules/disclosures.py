@@ -6,18 +6,22 @@ from __future__ import annotations
 from servekit.package.evidence import Evidence
 from servekit.package.models import DisclosureTopic, Modality
 from servekit.package.rules.context import Context
+from servekit.package.rules.engines import engine_key
 from servekit.package.rules.registry import Findings, finding, rule
 
 SIM_ENGINE = "servekit-sim"  # what servekit's simulator calls itself on /version
 
 
 def exercised_modalities(ctx: Context) -> set[str]:
-    """Modalities the records actually sent: v2 content parts; v1 records are text only."""
+    """Modalities the successful measured records sent: v2 content parts; v1 records are text
+    only. A failed request or a warmup exercised no path that a figure measured."""
     out: set[str] = set()
     for _, run, ev in ctx.runs_with_evidence():
         if not run.current:
             continue
         for r in ev.requests:
+            if not r.ok or r.warmup:
+                continue
             out |= set(r.content_parts) if r.content_parts is not None else {Modality.TEXT.value}
     return out
 
@@ -43,11 +47,12 @@ def modality_disclosure(ctx: Context) -> Findings:
 
 
 def covered_context(ctx: Context) -> int:
-    """Longest prompt + output the records carried; the declared workloads when none."""
+    """Longest prompt + output the successful measured records carried (a warmup is in no
+    figure); the declared workloads when there are no runs."""
     longest = 0
     for _, run, ev in ctx.runs_with_evidence():
         for r in ev.requests if run.current else ():
-            if r.ok:
+            if r.ok and not r.warmup:
                 longest = max(longest, (r.prompt_tokens or 0) + (r.completion_tokens or 0))
     if longest or ctx.package.measurements.runs:
         return longest
@@ -81,7 +86,7 @@ def context_disclosure(ctx: Context) -> Findings:
 def is_simulator(ev: Evidence) -> bool:
     """The header says so, or the engine it names is servekit's simulator."""
     named = f"{ev.header.engine_name or ''} {ev.header.engine_version or ''}"
-    return ev.header.simulator or SIM_ENGINE in named
+    return ev.header.simulator or SIM_ENGINE in named.lower().replace("_", "-")
 
 
 @rule(
@@ -91,8 +96,11 @@ def is_simulator(ev: Evidence) -> bool:
     "Simulator output is never presented as a measurement of a real engine.",
 )
 def simulator_disclosure(ctx: Context) -> Findings:
-    simulated = ctx.package.uses_simulator or any(
-        is_simulator(ev) for _, _, ev in ctx.runs_with_evidence()
+    pkg = ctx.package
+    simulated = (
+        pkg.uses_simulator
+        or engine_key(pkg.engine.name) == SIM_ENGINE
+        or any(is_simulator(ev) for _, _, ev in ctx.runs_with_evidence())
     )
     if simulated and not ctx.disclosed(DisclosureTopic.SIMULATOR):
         yield finding(

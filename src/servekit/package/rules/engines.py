@@ -14,6 +14,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 from collections.abc import Iterator
 from typing import Final
 
@@ -61,70 +64,217 @@ NEUTRAL_ENV: Final = frozenset(
      "HOME", "TMPDIR"}
 )  # fmt: skip
 
-# flag -> values that leave numerics alone (None: any use changes them)
+NAMING_FLAGS: Final = frozenset(
+    {"--host", "--port", "--served-model-name", "--api-key", "--download-dir",
+     "--uvicorn-log-level", "--disable-log-requests", "--disable-log-stats"}
+)  # fmt: skip
+"""Load-needed flags that only name or place things: a stock baseline may set them to
+values of its own; every other load-needed flag it sets must have the optimized run's value."""
+
+_AUTO: Final = frozenset({"auto"})
+_WEIGHT_FORMATS: Final = frozenset({"auto", "safetensors", "pt"})
+
+# flag -> values that leave numerics alone (None: any use changes them). A flag that reads
+# a whole configuration file (--config) cannot be shown harmless, so any use counts.
 NUMERICS_FLAGS: Final[dict[str, dict[str, frozenset[str] | None]]] = {
     "vllm": {
-        "--kv-cache-dtype": frozenset({"auto"}),
+        "--kv-cache-dtype": _AUTO,
         "--quantization": None,
         "-q": None,
         "--calculate-kv-scales": None,
         "--speculative-config": frozenset(),  # lossless only when its acceptance is exact
+        "--dtype": _AUTO,
+        "--load-format": _WEIGHT_FORMATS,
+        "--hf-overrides": None,
+        "--config": None,
     },
     "sglang": {
-        "--kv-cache-dtype": frozenset({"auto"}),
+        "--kv-cache-dtype": _AUTO,
         "--quantization": None,
         "--speculative-algorithm": frozenset(),
+        "--dtype": _AUTO,
+        "--load-format": _WEIGHT_FORMATS,
+        "--torchao-config": frozenset({""}),
+        "--json-model-override-args": None,
+        "--config": None,
     },
+    "transformers": {"--quantization": None, "--dtype": _AUTO, "--torch-dtype": _AUTO},
+    "servekit-sim": {},  # no weights, no numerics to change
 }
 LOSSLESS_SPECULATION: Final = ("rejection_sampler",)
-"""A speculative configuration naming one of these acceptance methods keeps outputs exact."""
+"""A speculative configuration whose acceptance method is one of these keeps outputs exact."""
 
-PREALLOCATING: Final = frozenset({"vllm", "sglang", "tensorrt-llm", "trtllm"})
+PREALLOCATING: Final = frozenset(
+    {"vllm", "sglang", "tensorrt-llm", "trtllm", "text-generation-inference", "tgi", "lmdeploy"}
+)
 PREALLOCATING_FLAGS: Final[dict[str, frozenset[str]]] = {
     "transformers": frozenset({"--continuous-batching"}),  # reserves its KV cache up front
 }
 
+_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
-def preallocates(engine: str, argv: tuple[str, ...]) -> bool:
-    """Whether ``engine`` run with ``argv`` reserves most GPU memory up front."""
-    name = engine.lower()
-    flagged = PREALLOCATING_FLAGS.get(name, frozenset())
-    return name in PREALLOCATING or any(flag in flagged for flag, _ in flags(argv))
+
+def engine_key(engine: str) -> str:
+    """An engine name as the lists spell it: lower case, ``-`` for ``_`` (``TensorRT_LLM``)."""
+    return engine.strip().lower().replace("_", "-")
+
+
+def _words(argv: tuple[str, ...]) -> list[str]:
+    """Shell words of an argument vector: a word that holds whitespace (the command of
+    ``sh -c '...'``, or ``--flag value`` recorded as one word) is split into its words,
+    unless it is a JSON value (``--speculative-config '{...}'``)."""
+    out: list[str] = []
+    for word in argv:
+        if not any(c.isspace() for c in word) or _is_json(word):
+            out.append(word)
+            continue
+        try:
+            out += shlex.split(word)
+        except ValueError:
+            out += word.split()
+    return out
+
+
+def _is_json(word: str) -> bool:
+    try:
+        json.loads(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _flag_name(word: str) -> str:
+    """``--KV_Cache_Dtype`` -> ``--kv-cache-dtype``: the engines' parsers accept ``_`` for ``-``
+    (vLLM's FlexibleArgumentParser), so a spelling is no way around a list."""
+    return word.lower().replace("_", "-") if word.startswith("--") else word
 
 
 def flags(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:
-    """(flag, value) pairs of an argument vector: ``--f v``, ``--f=v``, or a bare ``--f``."""
-    for i, word in enumerate(argv):
+    """(flag, value) pairs of an argument vector: ``--f v``, ``--f=v``, or a bare ``--f``;
+    flag names normalised (:func:`_flag_name`), whitespace-holding words split (:func:`_words`)."""
+    words = _words(argv)
+    for i, word in enumerate(words):
         if not word.startswith("-") or word in ("-", "--"):
             continue
         name, eq, value = word.partition("=")
         if eq:
-            yield name, value
+            yield _flag_name(name), value
         else:
-            following = argv[i + 1] if i + 1 < len(argv) else None
-            yield name, following if following and not following.startswith("-") else None
+            following = words[i + 1] if i + 1 < len(words) else None
+            yield (
+                _flag_name(name),
+                following if following and not following.startswith("-") else None,
+            )
+
+
+def argv_env(argv: tuple[str, ...]) -> list[str]:
+    """Environment set inside the argument vector (``env NAME=1 vllm serve``): a ``NAME=value``
+    word that is not the value of a preceding flag."""
+    words = _words(argv)
+    out = []
+    for i, word in enumerate(words):
+        previous = words[i - 1] if i else ""
+        is_value = previous.startswith("-") and "=" not in previous
+        if _ENV_WORD.match(word) and not is_value:
+            out.append(word.partition("=")[0])
+    return out
+
+
+def _listed(name: str, listed: dict[str, frozenset[str] | None]) -> str | None:
+    """The listed flag ``name`` stands for: itself, an argparse abbreviation of it
+    (``--kv-cache-dt``), or one of its dotted sub-options (``--speculative-config.method``)."""
+    if name in listed:
+        return name
+    for flag in listed:
+        dotted = name.startswith(flag + ".")
+        abbreviated = name.startswith("--") and len(name) > 3 and flag.startswith(name)
+        if dotted or abbreviated:
+            return flag
+    return None
+
+
+def preallocates(engine: str, argv: tuple[str, ...]) -> bool:
+    """Whether ``engine`` run with ``argv`` reserves most GPU memory up front."""
+    name = engine_key(engine)
+    flagged = PREALLOCATING_FLAGS.get(name, frozenset())
+    return name in PREALLOCATING or any(flag in flagged for flag, _ in flags(argv))
 
 
 def not_stock(engine: str, serve: ServeConfig) -> list[str]:
     """What makes ``serve`` more than the engine's defaults plus load-needed settings."""
-    allowed = LOAD_FLAGS.get(engine.lower())
+    allowed = LOAD_FLAGS.get(engine_key(engine))
     if allowed is None:
         return [f"no documented list of load-needed flags for engine '{engine}'"]
     out = [f"flag {name}" for name, _ in flags(serve.argv) if name not in allowed]
-    return out + [f"environment {name}" for name in serve.env if name not in NEUTRAL_ENV]
+    env = [*serve.env, *argv_env(serve.argv)]
+    return out + [f"environment {name}" for name in env if name not in NEUTRAL_ENV]
+
+
+def served_model_arg(argv: tuple[str, ...]) -> str | None:
+    """The model a serve command loads: ``--model``/``--model-path``, else the word after
+    ``serve`` (``vllm serve MODEL``); None when it names none."""
+    named = dict(flags(argv))
+    for flag in ("--model", "--model-path"):
+        if named.get(flag):
+            return named[flag]
+    words = _words(argv)
+    if "serve" in words:
+        following = words[words.index("serve") + 1 :]
+        if following and not following[0].startswith("-"):
+            return following[0]
+    return None
+
+
+def load_settings(argv: tuple[str, ...]) -> dict[str, str | None]:
+    """The load-needed settings of ``argv`` that change what is served (naming flags left out)."""
+    return {name: value for name, value in flags(argv) if name not in NAMING_FLAGS}
 
 
 def numerics_changes(engine: str, argv: tuple[str, ...]) -> list[str]:
-    """Flags in ``argv`` that change numerics at runtime for ``engine``."""
-    listed = NUMERICS_FLAGS.get(engine.lower(), {})
+    """Flags in ``argv`` that change numerics at runtime for ``engine`` (an engine with no
+    documented list cannot be shown to keep them)."""
+    listed = NUMERICS_FLAGS.get(engine_key(engine))
+    if listed is None:
+        return [f"no documented list of numerics-changing flags for engine '{engine}'"]
     out = []
-    for name, value in flags(argv):
-        if name not in listed:
+    for word, value in flags(argv):
+        name = _listed(word, listed)
+        if name is None:
             continue
         harmless = listed[name]
         if name in ("--speculative-config", "--speculative-algorithm"):
-            if value is None or not any(m in value for m in LOSSLESS_SPECULATION):
-                out.append(f"{name} {value or ''}".strip())
+            if not _lossless_speculation(value):
+                out.append(f"{word} {value or ''}".strip())
         elif harmless is None or (value or "") not in harmless:
-            out.append(f"{name} {value or ''}".strip())
+            out.append(f"{word} {value or ''}".strip())
+    return out + numerics_env(argv)
+
+
+_LOSSY_DTYPE = re.compile(r"^(fp8|fp6|fp4|int8|int4|nf4|mxfp|nvfp|e4m3|e5m2|w8a8|w4a16|awq|gptq)",
+                          re.IGNORECASE)  # fmt: skip
+_NUMERICS_ENV_NAME = re.compile(r"KV_CACHE_DTYPE|QUANTIZ|_DTYPE$", re.IGNORECASE)
+
+
+def numerics_env(argv: tuple[str, ...]) -> list[str]:
+    """``NAME=value`` words that set numerics through the environment instead of a flag: a
+    name about KV-cache dtype, quantization or dtype with a value other than ``auto``, or
+    any variable set to a lossy dtype (``fp8``, ``int4``...). A kernel choice
+    (``VLLM_ATTENTION_BACKEND=FLASHINFER``) is not read as one."""
+    out = []
+    for word in _words(argv):
+        if not _ENV_WORD.match(word):
+            continue
+        name, _, value = word.partition("=")
+        named = _NUMERICS_ENV_NAME.search(name) and value.lower() not in ("", "auto")
+        if named or _LOSSY_DTYPE.match(value.strip()):
+            out.append(word)
     return out
+
+
+def _lossless_speculation(value: str | None) -> bool:
+    """Only a JSON speculative configuration whose ``acceptance_method`` is exact."""
+    try:
+        config = json.loads(value or "")
+    except ValueError:
+        return False
+    return isinstance(config, dict) and config.get("acceptance_method") in LOSSLESS_SPECULATION

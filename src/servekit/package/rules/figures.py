@@ -109,9 +109,11 @@ def reported_needs_source(ctx: Context) -> Findings:
 
 
 def _pair_key(f: Figure) -> tuple[Metric, Statistic, int, tuple[str, ...], str]:
-    """Per-GPU and node figures pair only when they come from the same runs (or source)."""
-    origin = f.source.name if f.source else ""
-    return f.metric, f.statistic, f.concurrency, f.runs, origin
+    """Per-GPU and node figures pair only when they come from the same runs (in any order);
+    reported ones pair on their workload, whatever their sources are called (two sources
+    that disagree about one workload are disclosed, SK134, not left unpaired)."""
+    origin = f"reported {f.measured_on.workload if f.measured_on else ''}" if not f.runs else ""
+    return f.metric, f.statistic, f.concurrency, tuple(sorted(set(f.runs))), origin
 
 
 @rule(
@@ -244,7 +246,34 @@ def reported_workload(ctx: Context) -> Findings:
             )  # fmt: skip
         key = (f.measured_on.workload if f.measured_on else "", f.concurrency)
         stated.setdefault(key, set()).add((sw.output_tokens, sw.requests, sw.warmup))
+        differs = _differs_from_declared(ctx, f)
+        if differs and not ctx.disclosed(DisclosureTopic.REPORTED_WORKLOAD):
+            yield finding(
+                "SK134", f"{where}.source.workload",
+                f"'{f.label}': its source states {differs}, not what workload "
+                f"'{key[0]}' declares", "label the figure with a workload that states what the "
+                "source ran, or disclose the difference (topic: reported_workload)", (f.id,),
+            )  # fmt: skip
     yield from _sources_disagree(ctx, stated)
+
+
+def _differs_from_declared(ctx: Context, f: Figure) -> str:
+    """Where the source's stated workload departs from the workload the figure is shown on."""
+    w = ctx.package.workload(f.measured_on.workload) if f.measured_on else None
+    sw = f.source.workload if f.source else None
+    if w is None or sw is None:
+        return ""
+    pairs = [("output tokens", sw.output_tokens, w.output_tokens),
+             ("measured requests", sw.requests, w.measured_requests),
+             ("warmup requests", sw.warmup, w.warmup_requests)]  # fmt: skip
+    out = [
+        f"{what} {said}" for what, said, declared in pairs if said is not None and said != declared
+    ]
+    if sw.prompt_tokens is not None and (sw.prompt_tokens.min, sw.prompt_tokens.max) != (
+        w.prompt_tokens.min, w.prompt_tokens.max,
+    ):  # fmt: skip
+        out.append(f"prompts of {sw.prompt_tokens.min}-{sw.prompt_tokens.max} tokens")
+    return ", ".join(out)
 
 
 def _sources_disagree(

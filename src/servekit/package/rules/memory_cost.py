@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from servekit.package.models import Figure, Metric, Provenance, Scope
 from servekit.package.rules.context import Context
-from servekit.package.rules.engines import preallocates
+from servekit.package.rules.disclosures import SIM_ENGINE, is_simulator
+from servekit.package.rules.engines import engine_key, preallocates
 from servekit.package.rules.registry import Findings, finding, rule
 
 
@@ -17,11 +18,11 @@ from servekit.package.rules.registry import Findings, finding, rule
     "A preallocating engine's memory reading measures its memory-utilization setting, not the model.",
 )
 def peak_memory_source(ctx: Context) -> Findings:
-    pm, engine = ctx.package.peak_memory, ctx.package.engine.name.lower()
+    pm, engine = ctx.package.peak_memory, ctx.package.engine.name
     if not pm.published:
         return
-    argv = (*ctx.package.serve.entrypoint, *ctx.package.serve.args)
-    if pm.source is None or pm.source.value == "engine_preallocation" or preallocates(engine, argv):
+    prealloc = any(preallocates(engine, argv) for _, argv in ctx.serve_argvs())
+    if pm.source is None or pm.source.value == "engine_preallocation" or prealloc:
         yield finding("SK110", "peak_memory.source",
                       f"peak memory is published for {engine}, which preallocates, or from the "
                       "engine's preallocation: it measures the memory-utilization setting, not "
@@ -44,7 +45,7 @@ def _throughput_problem(ctx: Context, fig: Figure | None) -> str | None:
         run, ev = ctx.package.run(run_id), ctx.evidence(run_id)
         if run is None or ev is None:
             continue
-        if run.simulator or ev.header.simulator:
+        if run.simulator or is_simulator(ev) or engine_key(ctx.package.engine.name) == SIM_ENGINE:
             return f"run {run_id} measured a simulator, not an engine on the priced hardware"
         if ev.header.gpus != target.count or (ev.header.hardware not in (None, target.label)):
             return f"run {run_id} was not measured on the priced {target.label}"
@@ -93,10 +94,31 @@ def floor_proof(ctx: Context) -> Findings:
     floor = ctx.package.hardware.floor
     if floor is None or floor.requirement is None:
         return
-    residency = floor.weights_per_gpu_gib is not None and floor.measured_on is not None
-    proven = [a for a in floor.attempts if a.evidence and ctx.loaded.path(a.evidence).is_file()]
+    residency = floor.weights_per_gpu_gib is not None and bool((floor.measured_on or "").strip())
+    proven = [a for a in floor.attempts if _failed(a.outcome) and _own_record(ctx, a.evidence)]
     if not residency and not proven:
         yield finding("SK132", "hardware.floor", f"the floor '{floor.requirement}' has no "
                       "measured residency and no failed attempt with evidence",
-                      "record weights_per_gpu_gib with measured_on, or an attempt with its "
-                      "evidence file")  # fmt: skip
+                      "record weights_per_gpu_gib with measured_on, or a failed attempt with "
+                      "its log or record under evidence/")  # fmt: skip
+
+
+FAILED_WORDS = ("fail", "out of memory", "oom", "error", "did not load", "could not")
+
+
+def _failed(outcome: str) -> bool:
+    """An attempt proves a floor only when it says it failed (a load that worked proves none)."""
+    return any(word in outcome.lower() for word in FAILED_WORDS)
+
+
+def _own_record(ctx: Context, relative: str | None) -> bool:
+    """The attempt's evidence is a non-empty file of the package itself (symlinks resolved),
+    not its definition or a licence standing in for a log."""
+    if not relative:
+        return False
+    root = ctx.loaded.root.resolve()
+    path = ctx.loaded.path(relative).resolve()
+    if not path.is_relative_to(root) or not path.is_file() or path.stat().st_size == 0:
+        return False
+    inside = path.relative_to(root)
+    return inside.parts[0] not in ("licenses", "package.yaml") and inside.name != "package.yaml"

@@ -113,14 +113,24 @@ def time_order(ctx: Context) -> Findings:
                           "keep the times `bench run` wrote; re-measure", ctx.figures_using(run.id))  # fmt: skip
 
 
+def instant(text: str) -> dt.datetime | None:
+    """An ISO 8601 wall-clock time (a time without zone is read as UTC); None if it is not one."""
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
 def _span_problem(ev: Evidence) -> str | None:
     """The records span the header's wall-clock window (``ended_at`` is stamped from the
     same monotonic clock right after the last request), so rescaled times show."""
-    try:
-        window = (dt.datetime.fromisoformat(ev.header.ended_at)
-                  - dt.datetime.fromisoformat(ev.header.started_at)).total_seconds()  # fmt: skip
-    except ValueError:
-        return None  # imported files may carry no wall clock
+    start, end = instant(ev.header.started_at), instant(ev.header.ended_at)
+    if start is None or end is None:
+        if ev.header.imported_from is not None:
+            return None  # imported files may carry no wall clock
+        return "the header's started_at or ended_at is not a wall-clock time"
+    window = (end - start).total_seconds()
     span = max((r.t_end if r.t_end is not None else r.t_send for r in ev.requests), default=0.0)
     if window > 0 and abs(span - window) > max(1.0, 0.05 * window):
         return f"the records span {span:.3f} s but the header's run lasted {window:.3f} s"
@@ -207,6 +217,13 @@ def unique_requests(ctx: Context) -> Findings:
             problems.append(f"{len(ids) - len(set(ids))} duplicate request id(s)")
         if len(set(seqs)) != len(seqs):
             problems.append("duplicate send positions (seq)")
+        folded = [i.strip().casefold() for i in ids]
+        if len(set(ids)) == len(ids) and len(set(folded)) != len(folded):
+            problems.append("request ids that differ only in case or spaces")
+        stamps = [(r.t_send, r.t_end, r.t_content) for r in ev.requests]
+        if len(set(stamps)) != len(stamps):
+            problems.append(f"{len(stamps) - len(set(stamps))} record(s) repeating another's "
+                            "send, end and token times")  # fmt: skip
         if foreign:
             problems.append(f"records of run(s) {', '.join(foreign)} in run {ev.header.run}")
         if problems:
@@ -238,6 +255,28 @@ def _id_problem(ev: Evidence) -> str | None:
     return None
 
 
+def _sent_problem(ev: Evidence) -> str | None:
+    """What ``bench run`` writes of every request sent: a v2 header's ``requests_sent`` and
+    each record's send position ``seq``, 0..n-1 with none missing (imported files excepted)."""
+    if ev.version < 2 or ev.header.imported_from is not None:
+        return None
+    if ev.header.requests_sent is None:
+        return "the v2 header has no requests_sent, so dropped requests cannot be ruled out"
+    spec = ev.header.workload
+    if spec is not None:
+        asked = len(spec.concurrencies) * (spec.requests + spec.warmup)
+        if asked != ev.header.requests_sent:
+            return (f"the header's workload asks for {asked} requests; requests_sent says "
+                    f"{ev.header.requests_sent}")  # fmt: skip
+    seqs = sorted(r.seq for r in ev.requests if r.seq is not None)
+    if len(seqs) != len(ev.requests):
+        return f"{len(ev.requests) - len(seqs)} record(s) have no send position (seq)"
+    if seqs != list(range(len(seqs))):
+        missing = sorted(set(range(max(seqs, default=0) + 1)) - set(seqs))[:5]
+        return f"send positions (seq) {missing} are missing"
+    return None
+
+
 @rule(
     "SK122",
     "all-requests-recorded",
@@ -248,7 +287,7 @@ def _id_problem(ev: Evidence) -> str | None:
 def all_requests_recorded(ctx: Context) -> Findings:
     for where, run, ev in ctx.runs_with_evidence():
         sent = ev.header.requests_sent
-        problem = _id_problem(ev)
+        problem = _id_problem(ev) or _sent_problem(ev)
         if sent is not None and sent != len(ev.requests):
             problem = f"the header says {sent} requests were sent; {len(ev.requests)} are recorded"
         if problem:

@@ -3,16 +3,18 @@ load, is its own independent file, and every current run of a configuration is u
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import itertools
 import math
+import statistics
 from urllib.parse import urlparse
 
-from servekit.package.evidence import Evidence
+from servekit.package.evidence import Evidence, RequestRecord
 from servekit.package.models import Figure, Run, Workload
 from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import is_simulator
+from servekit.package.rules.engines import served_model_arg
+from servekit.package.rules.records import instant
 from servekit.package.rules.registry import Findings, finding, rule
 
 MAX_TOLERANCE_PCT = 10.0  # replicates that may differ by more are not replicates
@@ -111,6 +113,11 @@ def _coverage(ctx: Context, where: str, run: Run, ev: Evidence, workload: Worklo
             )
 
 
+def _local_path(model: str) -> bool:
+    """A model argument that is a directory on the serving host (a download of the pin)."""
+    return model.startswith(("/", "./", "../", "~"))
+
+
 def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -> list[str]:
     pkg, h = ctx.package, ev.header
     out = []
@@ -126,11 +133,15 @@ def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -
     if h.hardware is not None and h.hardware != pkg.hardware.target.label:
         out.append(f"the run names hardware '{h.hardware}', the target is "
                    f"'{pkg.hardware.target.label}'")  # fmt: skip
-    if ev.version >= 2:
+    if ev.version >= 2 or h.served_models is not None:  # read whatever the format claims
         served = pkg.serve.served_model_name or pkg.model.repo
         if h.model != served or (h.served_models is not None and served not in h.served_models):
             out.append(f"the run asked for model '{h.model}' of {list(h.served_models or [])}; "
                        f"the package serves '{served}'")  # fmt: skip
+    named = served_model_arg(h.serve.argv) if h.serve is not None else None
+    if named is not None and named != pkg.model.repo and not _local_path(named):
+        out.append(f"the recorded serve command loads model '{named}', the package pins "
+                   f"'{pkg.model.repo}'")  # fmt: skip
     if h.seed != workload.seed:
         out.append(f"the run's seed is {h.seed}, workload '{workload.id}' declares {workload.seed}")
     return out
@@ -182,6 +193,8 @@ def _range_problems(ev: Evidence, w: Workload) -> list[str]:
             out.append(f"{r.id} counted {r.prompt_tokens} prompt tokens for a calibrated "
                        f"{r.requested_prompt_tokens}")  # fmt: skip
     spec = ev.header.workload
+    if spec is None and ev.version >= 2 and ev.header.imported_from is None:
+        out.append("the v2 header has no workload, which `bench run` always writes")
     if spec is not None:
         asked = (spec.prompt_min, spec.prompt_max, spec.output_tokens, spec.requests, spec.warmup)
         declared = (lo, hi, w.output_tokens, w.measured_requests, w.warmup_requests)
@@ -266,6 +279,12 @@ def _file_digest(ctx: Context, run: Run) -> str:
 def run_identity(ctx: Context) -> Findings:
     seen: dict[str, str] = {}
     for where, run, ev in ctx.runs_with_evidence():
+        if ev.version >= 2 and ev.header.imported_from is None and not ev.header.run_uid:
+            yield finding(
+                "SK127", f"{where}.file", f"{run.file}: the v2 header has no run_uid, which "
+                "`bench run` always writes", "keep the header `bench run` wrote",
+                ctx.figures_using(run.id),
+            )  # fmt: skip
         keys = [f"file {run.file}", f"contents {_file_digest(ctx, run)}"]
         keys += [f"run_uid {ev.header.run_uid}"] if ev.header.run_uid else []
         for key in keys:
@@ -311,13 +330,37 @@ def all_runs_used(ctx: Context) -> Findings:
                 "name every current run of the configuration; retract a run (status: retracted, "
                 "reason, date) to leave it out", (f.id,),
             )  # fmt: skip
+    yield from _unused_runs(ctx)
+
+
+def _unused_runs(ctx: Context) -> Findings:
+    """A current run no figure names is a run left out (whatever its ``config`` label says;
+    a figure retracted with its reason accounts for its runs), and a run id defined twice
+    hides one of its files."""
+    pkg = ctx.package
+    used = {r for f in pkg.measurements.figures for r in f.runs}
+    ids = [r.id for r in pkg.measurements.runs]
+    for i, run in enumerate(pkg.measurements.runs):
+        where = f"measurements.runs[{i}]"
+        if ids.count(run.id) > 1:
+            yield finding(
+                "SK128", f"{where}.id", f"run id '{run.id}' is defined {ids.count(run.id)} times",
+                "give every run its own id", ctx.figures_using(run.id),
+            )  # fmt: skip
+        elif run.current and run.id not in used:
+            yield finding(
+                "SK128", f"{where}.status",
+                f"current run '{run.id}' ({run.workload}, config {run.config}) backs no "
+                "figure", "use it in the figures of its configuration, or retract it "
+                "(status: retracted, reason, date)",
+            )  # fmt: skip
 
 
 def _window(ev: Evidence) -> tuple[float, float] | None:
-    try:
-        anchor = dt.datetime.fromisoformat(ev.header.started_at).timestamp()
-    except ValueError:
+    start = instant(ev.header.started_at)
+    if start is None:
         return None
+    anchor = start.timestamp()
     if not ev.requests:
         return None
     ends = [r.t_end if r.t_end is not None else r.t_send for r in ev.requests]
@@ -332,12 +375,63 @@ def _durations(ev: Evidence) -> list[tuple[float, ...]]:
     )
 
 
+_LOOPBACK = ("localhost", "::1", "0.0.0.0")
+
+
+def _server(endpoint: str) -> tuple[str, int | None]:
+    """An endpoint as a server: host (every loopback spelling is one) and port, whatever the
+    scheme's case, a trailing slash or the ``/v1`` path say."""
+    try:
+        url = urlparse(endpoint.strip().lower())
+        port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    except ValueError:
+        return endpoint, None
+    host = url.hostname or ""
+    loopback = host in _LOOPBACK or host.startswith("127.")
+    return ("loopback" if loopback else host), port
+
+
 def _same_server(a: Evidence, b: Evidence) -> bool:
     """Same endpoint; a loopback endpoint is the same server only from the same host."""
-    if a.header.endpoint != b.header.endpoint:
+    if _server(a.header.endpoint) != _server(b.header.endpoint):
         return False
-    loopback = urlparse(a.header.endpoint).hostname in ("127.0.0.1", "localhost", "::1")
-    return not loopback or a.header.host == b.header.host
+    loopback = _server(a.header.endpoint)[0] == "loopback"
+    return not loopback or a.header.host.strip().lower() == b.header.host.strip().lower()
+
+
+RESCALED_SPREAD = 1e-3
+"""Honest replicates' inter-token gaps differ by 2-4 % (median absolute deviation of their
+ratios, the examples' runs); a copy rescaled or shifted, with or without microsecond
+noise, keeps them within 0.1 % of one ratio."""
+
+
+def _gaps(r: RequestRecord) -> list[float]:
+    stamps = [r.t_send, *r.t_content, r.t_end if r.t_end is not None else r.t_send]
+    return [b - a for a, b in itertools.pairwise(stamps)]
+
+
+def _rescaled(a: Evidence, b: Evidence) -> bool:
+    """Whether ``a``'s measured timings are ``b``'s multiplied by one factor (1: shifted)."""
+
+    def order(ev: Evidence) -> list[RequestRecord]:
+        done = [r for r in ev.requests if r.ok and not r.warmup]
+        return sorted(done, key=lambda r: (r.concurrency, r.t_send))
+
+    pairs = [
+        (x, y)
+        for ra, rb in zip(order(a), order(b), strict=False)
+        for x, y in zip(_gaps(ra), _gaps(rb), strict=False)
+        if x > 1e-4 and y > 1e-4
+    ]
+    if len(pairs) < 20 or _spread([y for _, y in pairs]) <= 10 * RESCALED_SPREAD:
+        return False  # timings too regular (synthetic) for their ratios to tell a copy
+    return _spread([x / y for x, y in pairs]) <= RESCALED_SPREAD
+
+
+def _spread(values: list[float]) -> float:
+    """Median absolute deviation relative to the median."""
+    mid = statistics.median(values)
+    return statistics.median(abs(v - mid) for v in values) / mid if mid else math.inf
 
 
 def _dependence(a: Evidence, b: Evidence) -> str | None:
@@ -349,7 +443,16 @@ def _dependence(a: Evidence, b: Evidence) -> str | None:
     shared = sum(1 for x, y in zip(da, db, strict=False) if x == y)
     if da and shared * 2 > len(da):
         return f"repeats the per-request timings ({shared} of {len(da)} requests) of"
+    if _rescaled(a, b):
+        return "repeats, rescaled or shifted, the inter-token timings of"
     return None
+
+
+def _unanchored(ev: Evidence) -> bool:
+    """A file ``bench run`` wrote always carries its wall-clock window (imported ones may not)."""
+    return ev.header.imported_from is None and (
+        instant(ev.header.started_at) is None or instant(ev.header.ended_at) is None
+    )
 
 
 @rule(
@@ -361,6 +464,14 @@ def _dependence(a: Evidence, b: Evidence) -> str | None:
 )
 def independent_replicates(ctx: Context) -> Findings:
     runs = list(ctx.runs_with_evidence())
+    for where, run, ev in runs:
+        if _unanchored(ev):
+            yield finding(
+                "SK129", f"{where}.file",
+                f"{run.file}: started_at '{ev.header.started_at}' or ended_at "
+                f"'{ev.header.ended_at}' is not a wall-clock time, so no overlap can be ruled out",
+                "keep the times `bench run` wrote", ctx.figures_using(run.id),
+            )  # fmt: skip
     for (_, ra, ea), (wb, rb, eb) in itertools.combinations(runs, 2):
         if not (ra.current and rb.current):
             continue

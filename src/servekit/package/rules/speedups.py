@@ -3,9 +3,10 @@ whose serve configuration is recorded and shown to be stock."""
 
 from __future__ import annotations
 
+from servekit.package.evidence import ServeConfig
 from servekit.package.models import Figure, Provenance, Speedup
 from servekit.package.rules.context import Context
-from servekit.package.rules.engines import not_stock
+from servekit.package.rules.engines import load_settings, not_stock
 from servekit.package.rules.registry import Findings, finding, rule
 
 MIN_CONTRACT_PCT = 2.0  # the seeds' contract: smaller end-to-end gains are noise
@@ -126,10 +127,13 @@ def stock_baseline(ctx: Context) -> Findings:
         pair = _pair(ctx, s)
         if pair is None or not s.baseline_is_stock:
             continue
+        optimized = _serve_configs(ctx, pair[0].runs)
         for run_id in pair[1].runs:
             run = ctx.package.run(run_id)
             serve = ctx.serve_of(run) if run else None
             why = ["no serve configuration recorded"] if serve is None else not_stock(engine, serve)
+            if serve is not None and not why:
+                why = _load_differs(serve, optimized)
             if why:
                 yield finding(
                     "SK131", f"measurements.speedups[{i}].baseline_is_stock",
@@ -137,3 +141,24 @@ def stock_baseline(ctx: Context) -> Findings:
                     "record the baseline's serve command (`bench run --serve-command`) and run "
                     "it with the engine's defaults", (pair[0].id, pair[1].id),
                 )  # fmt: skip
+
+
+def _serve_configs(ctx: Context, run_ids: tuple[str, ...]) -> list[ServeConfig | None]:
+    return [ctx.serve_of(run) if (run := ctx.package.run(r)) else None for r in run_ids]
+
+
+def _load_differs(baseline: ServeConfig, optimized: list[ServeConfig | None]) -> list[str]:
+    """A load-needed setting the baseline gives must be the optimized runs' own: a stock
+    baseline starved of memory, context or GPUs (``--gpu-memory-utilization 0.3``,
+    ``-tp 1``) is not the engine's defaults on the same hardware."""
+    if not optimized or any(o is None for o in optimized):
+        return [
+            "the optimized runs record no serve configuration to compare its load settings with"
+        ]
+    out = []
+    for name, value in load_settings(baseline.argv).items():
+        theirs = {load_settings(o.argv).get(name, "(unset)") for o in optimized if o is not None}
+        if theirs != {value}:
+            shown = ", ".join(sorted(str(t) for t in theirs))
+            out.append(f"load setting {name} {value or ''} where the optimized runs have {shown}")
+    return out
