@@ -31,6 +31,7 @@ kit_oversized_member                a header claiming 8 GiB                     
 kit_decompression_bomb              100 MiB of zeros after the end, in ~100 KB       21
 kit_receipt_reencoded               the signed envelope re-indented                  24
 kit_receipt_nested                  a receipt nested 100 000 levels deep             25
+kit_receipt_lone_surrogate          payloadType spelled as a lone surrogate escape   24
 kit_outside_grant                   signed by a key granted another publisher        26
 kit_recorded_violations             re-signed receipt recording 2 violations         28
 kit_figure_not_recomputed           re-signed receipt with a recomputed value off    28
@@ -532,6 +533,12 @@ def receipt_nested(files: dict[str, bytes]) -> bytes:
     return _archive({**files, "receipt.dsse.json": b"[" * 100_000 + b"]" * 100_000})
 
 
+def receipt_lone_surrogate(files: dict[str, bytes]) -> bytes:
+    """``"\\ud800"`` is valid JSON but has no UTF-8 form, so no canonical form either."""
+    receipt = files["receipt.dsse.json"].replace(b'"application/vnd.in-toto+json"', b'"\\ud800"')
+    return _archive({**files, "receipt.dsse.json": receipt})
+
+
 def _resigned(files: dict[str, bytes], edit: Callable[[dict[str, Any]], None]) -> bytes:
     """The kit with its statement edited and signed again by the trusted publisher key."""
     _, statement = _statement(files)
@@ -570,6 +577,7 @@ CASES: dict[str, Callable[[dict[str, bytes]], bytes]] = {
     "kit_decompression_bomb": decompression_bomb,
     "kit_receipt_reencoded": receipt_reencoded,
     "kit_receipt_nested": receipt_nested,
+    "kit_receipt_lone_surrogate": receipt_lone_surrogate,
     "kit_recorded_violations": recorded_violations,
     "kit_figure_not_recomputed": figure_not_recomputed,
 }

@@ -34,6 +34,7 @@ CASES = {
     "kit_decompression_bomb": ("NonCanonicalArchiveError", 21),
     "kit_receipt_reencoded": ("NonCanonicalReceiptError", 24),
     "kit_receipt_nested": ("ReceiptLimitError", 25),
+    "kit_receipt_lone_surrogate": ("NonCanonicalReceiptError", 24),
     "kit_outside_grant": ("KeyGrantError", 26),
     "kit_recorded_violations": ("ClaimRecheckError", 28),
     "kit_figure_not_recomputed": ("ClaimRecheckError", 28),

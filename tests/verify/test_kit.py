@@ -72,6 +72,7 @@ FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_decompression_bomb": (NonCanonicalArchiveError, KIT),
     "kit_receipt_reencoded": (NonCanonicalReceiptError, "receipt.dsse.json"),
     "kit_receipt_nested": (ReceiptLimitError, "receipt.dsse.json"),
+    "kit_receipt_lone_surrogate": (NonCanonicalReceiptError, "receipt.dsse.json"),
     "kit_outside_grant": (KeyGrantError, "receipt.dsse.json"),
     "kit_recorded_violations": (ClaimRecheckError, "receipt.dsse.json"),
     "kit_figure_not_recomputed": (ClaimRecheckError, "receipt.dsse.json"),
