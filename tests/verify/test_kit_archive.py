@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from servekit.errors import (
 )
 from servekit.receipts.archive import kit_file, render_tar
 from servekit.receipts.manifest import manifest_entries, render_manifest
-from servekit.verify.archive import Limits, kit_member_name, read_kit
+from servekit.verify.archive import Limits, _Budget, _read_regular, kit_member_name, read_kit
 from servekit.verify.tarstream import Gunzip, StreamLimits
 from tests.assets.make_kit_fixtures import _end, _gzip, _info, _member, _members
 
@@ -325,6 +326,43 @@ def test_a_world_writable_directory_is_refused(tmp_path: Path) -> None:
     (root / "deploy").chmod(0o777)
     with pytest.raises(MemberMetadataError, match="written by others"):
         read_kit(root)
+
+
+def test_the_kit_directory_itself_must_not_be_writable_by_others(tmp_path: Path) -> None:
+    root = _directory(tmp_path)
+    root.chmod(0o777)
+    with pytest.raises(MemberMetadataError, match="written by others") as info:
+        read_kit(root)
+    assert (info.value.file, info.value.actual) == (str(root), "0777")
+
+
+@pytest.mark.parametrize("empty", ["hooks", "deploy/hooks.d", "a/b/c"])
+def test_an_empty_directory_is_an_extra_entry(tmp_path: Path, empty: str) -> None:
+    root = _directory(tmp_path)
+    (root / empty).mkdir(parents=True, mode=0o755)
+    with pytest.raises(ExtraFileError, match="no kit file") as info:
+        read_kit(root)
+    assert info.value.file == empty
+
+
+def test_a_fifo_swapped_in_after_the_listing_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """The entry was a file when listed; by the time it is opened it is a FIFO with no
+    writer, which a blocking open would wait on for ever."""
+    os.mkfifo(tmp_path / "README.md")
+    outcome: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            _read_regular(tmp_path / "README.md", "README.md", _Budget(Limits()))
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "opening a FIFO blocked"
+    assert isinstance(outcome[0], UnsafeArchiveError), outcome
+    assert outcome[0].actual == "a device, FIFO or socket"
 
 
 def test_directory_kits_refuse_fifos_and_unreadable_files(tmp_path: Path) -> None:
