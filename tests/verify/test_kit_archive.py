@@ -27,7 +27,7 @@ from servekit.errors import (
 from servekit.receipts.archive import kit_file, render_tar
 from servekit.receipts.manifest import manifest_entries, render_manifest
 from servekit.verify.archive import Limits, _Budget, _read_regular, kit_member_name, read_kit
-from servekit.verify.tarstream import Gunzip, StreamLimits
+from servekit.verify.tarstream import Gunzip, StreamLimits, _first_difference
 from tests.assets.make_kit_fixtures import _end, _gzip, _info, _member, _members
 
 FILES = {"README.md": b"hello\n", "deploy/launch.sh": b"#!/bin/sh\n", "evidence/a.jsonl": b"{}\n"}
@@ -383,3 +383,18 @@ def test_member_names() -> None:
     assert kit_member_name("a/b") == "a/b"
     with pytest.raises(UnsafeArchiveError):
         kit_member_name("./a")
+
+
+@pytest.mark.parametrize("offset", [0, 1, 511, 512, 513, 4095, 20479])
+def test_the_first_difference_is_found_at_any_offset(offset: int) -> None:
+    canonical = bytes(range(256)) * 80  # 20 480 bytes
+    stream = bytearray(canonical)
+    stream[offset] ^= 0xFF
+    stream[-1] ^= 0xFF if offset != len(canonical) - 1 else 0
+    assert _first_difference(bytes(stream), canonical) == offset
+
+
+def test_the_first_difference_of_a_prefix_is_its_end() -> None:
+    canonical = b"\0" * 2000
+    assert _first_difference(canonical[:1500], canonical) == 1500
+    assert _first_difference(canonical + b"\0", canonical) == 2000

@@ -356,8 +356,15 @@ def _order(message: str, name: str, expected: str) -> MemberOrderError:
 
 
 def _first_difference(stream: bytes, canonical: bytes) -> int:
+    """The first offset where the two differ, comparing a block-sized slice at a time (a
+    byte-by-byte loop takes seconds on a 64 MiB stream that differs only at its end)."""
     limit = min(len(stream), len(canonical))
-    return next((i for i in range(limit) if stream[i] != canonical[i]), limit)
+    start = next(
+        (i for i in range(0, limit, BLOCK) if stream[i : i + BLOCK] != canonical[i : i + BLOCK]),
+        limit,
+    )
+    end = min(start + BLOCK, limit)
+    return next((i for i in range(start, end) if stream[i] != canonical[i]), end)
 
 
 def _check_canonical(stream: bytes, canonical: bytes, source: str) -> None:
