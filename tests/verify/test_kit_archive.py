@@ -365,6 +365,20 @@ def test_a_fifo_swapped_in_after_the_listing_is_refused_not_waited_on(tmp_path: 
     assert outcome[0].actual == "a device, FIFO or socket"
 
 
+def test_a_directory_nested_past_any_kit_path_is_refused_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    root = _directory(tmp_path)
+    deep = root
+    for _ in range(1200):  # deeper than Python's recursion limit
+        deep /= "d"
+        deep.mkdir(mode=0o755)
+    (deep / "f").write_text("x")
+    with pytest.raises(UnsafeArchiveError, match="longer than any kit holds") as info:
+        read_kit(root)
+    assert info.value.actual == "101 bytes"
+
+
 def test_directory_kits_refuse_fifos_and_unreadable_files(tmp_path: Path) -> None:
     root = _directory(tmp_path)
     os.mkfifo(root / "pipe")

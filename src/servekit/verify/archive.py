@@ -32,7 +32,7 @@ from servekit.errors import (
     ReceiptLimitError,
     UnsafeArchiveError,
 )
-from servekit.receipts.archive import member_mode
+from servekit.receipts.archive import NAME_BYTES, member_mode
 from servekit.receipts.formats import MANIFEST_FILE, RECEIPT_FILE
 from servekit.receipts.manifest import ManifestEntry, is_kit_path, parse_manifest
 from servekit.verify.tarstream import HINT, StreamLimits, scan_archive
@@ -96,6 +96,13 @@ def kit_member_name(raw: str) -> str:
     if not is_kit_path(raw):
         raise _unsafe(
             "an archive member name is not a plain kit path", raw, "[A-Za-z0-9._+-] parts", raw
+        )
+    if len(raw) > NAME_BYTES:  # no kit holds one; it also bounds how deep a walk recurses
+        raise _unsafe(
+            "a kit path is longer than any kit holds",
+            raw[:NAME_BYTES] + "...",
+            f"at most {NAME_BYTES} bytes",
+            f"{len(raw)} bytes",
         )
     return raw
 
