@@ -220,6 +220,15 @@ def test_a_pin_file_for_another_tree(tmp_path: Path) -> None:
     assert info.value.file == "model/pin.json"
 
 
+def test_a_signed_pin_file_nested_past_jsons_stack_is_refused_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    files = {**_files(), "model/pin.json": b"[" * 100_000 + b"]" * 100_000}
+    with pytest.raises(SubjectMismatchError, match=r"pin\.json is not JSON") as info:
+        verify_kit(_resign(tmp_path, files, lambda s: None), TRUST)
+    assert info.value.file == "model/pin.json"
+
+
 def test_a_receipt_naming_another_publisher_key(tmp_path: Path) -> None:
     def edit(statement: dict[str, Any]) -> None:
         statement["predicate"]["publisher_key_id"] = "f" * 64

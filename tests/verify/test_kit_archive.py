@@ -369,14 +369,21 @@ def test_a_directory_nested_past_any_kit_path_is_refused_not_a_recursion_error(
     tmp_path: Path,
 ) -> None:
     root = _directory(tmp_path)
-    deep = root
-    for _ in range(1200):  # deeper than Python's recursion limit
-        deep /= "d"
-        deep.mkdir(mode=0o755)
-    (deep / "f").write_text("x")
-    with pytest.raises(UnsafeArchiveError, match="longer than any kit holds") as info:
-        read_kit(root)
-    assert info.value.actual == "101 bytes"
+    chain = [root / "d"]
+    for _ in range(1199):  # deeper than Python's recursion limit
+        chain.append(chain[-1] / "d")
+    try:
+        for directory in chain:
+            directory.mkdir(mode=0o755)
+        (chain[-1] / "f").write_text("x")
+        with pytest.raises(UnsafeArchiveError, match="longer than any kit holds") as info:
+            read_kit(root)
+        assert info.value.actual == "101 bytes"
+    finally:  # shutil.rmtree (and so pytest's clean-up of old runs) recurses per level
+        (chain[-1] / "f").unlink(missing_ok=True)
+        for directory in reversed(chain):
+            if directory.exists():
+                directory.rmdir()
 
 
 def test_directory_kits_refuse_fifos_and_unreadable_files(tmp_path: Path) -> None:
