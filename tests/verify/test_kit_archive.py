@@ -178,6 +178,29 @@ def test_order_duplicates_and_manifest_first(tmp_path: Path) -> None:
         read_kit(_kit(tmp_path, no_manifest))
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"readme.md": b"x"},  # README.md on a case-insensitive disk
+        {"evidence": b"x"},  # a file where evidence/ is a directory
+        {"README.md/x": b"x"},  # a directory where README.md is a file
+        {"eVidence": b"x", "evidence/b.jsonl": b"x"},  # the same, in another case
+    ],
+    ids=["case-twin", "file-over-directory", "directory-under-file", "case-file-directory"],
+)
+def test_names_no_disk_can_hold_side_by_side_are_refused(
+    tmp_path: Path, extra: dict[str, bytes]
+) -> None:
+    files = _files(**{k.replace("/", "__"): v for k, v in extra.items()})
+    with pytest.raises(UnsafeArchiveError, match=r"differ only in case|also the directory"):
+        read_kit(_kit(tmp_path, files))
+
+
+def test_directories_that_differ_only_in_case_may_hold_different_files(tmp_path: Path) -> None:
+    files = _files(eVIDENCE__b_jsonl=b"x")  # merges with evidence/ there; nothing is lost
+    assert read_kit(_kit(tmp_path, files)).files["eVIDENCE/b_jsonl"] == b"x"
+
+
 def test_members_are_admitted_against_manifest_before_their_data(tmp_path: Path) -> None:
     files = _files()
     with pytest.raises(ExtraFileError) as extra:

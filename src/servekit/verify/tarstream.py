@@ -303,6 +303,8 @@ class _Scan:
         self.stream, self.gate = stream, gate
         self.members: list[Member] = []
         self.names: set[str] = set()
+        self.folded: set[str] = set()  # names, case-folded
+        self.directories: set[str] = set()  # every member's parent directories, case-folded
         self.mtime: int | None = None
 
     def run(self) -> None:
@@ -339,6 +341,7 @@ class _Scan:
         if name in self.names:
             raise _unsafe("the kit holds the same name twice", name, "each name once")
         self.names.add(name)
+        self.disk_layout(name)
         if previous is not None and name.encode() <= previous.encode():
             raise _order(
                 "the kit's members are not in path order", name, f"a path after {previous}"
@@ -346,6 +349,25 @@ class _Scan:
         if self.mtime is not None and mtime != self.mtime:
             raise _metadata(name, "mtime", str(self.mtime), str(mtime))
         self.mtime = mtime
+
+    def disk_layout(self, name: str) -> None:
+        """Refuse names no disk can hold side by side: two that differ only in case (one
+        overwrites the other on a case-insensitive disk) and a file that is also a directory
+        of another member (``deploy`` and ``deploy/x``)."""
+        folded = name.casefold()
+        parents = [folded.rsplit("/", n)[0] for n in range(1, folded.count("/") + 1)]
+        if folded in self.folded:
+            raise _unsafe(
+                "the kit holds two names that differ only in case", name, "names unique in any case"
+            )
+        if folded in self.directories or any(p in self.folded for p in parents):
+            raise _unsafe(
+                "a kit member is a file and also the directory of another member",
+                name,
+                "each path either a file or a directory",
+            )
+        self.folded.add(folded)
+        self.directories.update(parents)
 
 
 def _order(message: str, name: str, expected: str) -> MemberOrderError:
