@@ -19,6 +19,8 @@ kit_manifest_not_resigned           compose and MANIFEST edited consistently    
 kit_path_traversal                  a member named ../x                              15
 kit_symlink_member                  a symlink member                                 15
 kit_duplicate_member                compose.yaml again at the end (later wins)       15
+kit_case_twin                       readme.md beside README.md (one on macOS)        15
+kit_file_over_directory             a file named deploy beside deploy/...            15
 kit_gzip_appended_member            a second gzip member after the kit               17
 kit_header_bad_checksum             a header tarfile stops at, GNU tar skips         18
 kit_pax_path_override               a pax header renaming a member onto compose      19
@@ -512,6 +514,19 @@ def duplicate_member(files: dict[str, bytes]) -> bytes:
     return _raw(files, _member("deploy/compose.yaml", EVIL))
 
 
+def case_twin(files: dict[str, bytes]) -> bytes:
+    """readme.md in path order: a case-insensitive disk holds one of the two READMEs."""
+    return _gzip(_end(_members({**files, "readme.md": EVIL})))
+
+
+def file_over_directory(files: dict[str, bytes]) -> bytes:
+    """A file named ``deploy`` (listed in a MANIFEST the attacker rewrote), then deploy/...:
+    extraction fails or replaces it midway; refused while reading, before any signature."""
+    changed = {**files, "deploy": EVIL}
+    changed["MANIFEST"] = render_manifest(manifest_entries(changed))
+    return _gzip(_end(_members(changed)))
+
+
 def oversized_member(files: dict[str, bytes]) -> bytes:
     """A header claiming 8 GiB (the most an octal size field holds) after MANIFEST."""
     manifest = _member("MANIFEST", files["MANIFEST"])
@@ -573,6 +588,8 @@ CASES: dict[str, Callable[[dict[str, bytes]], bytes]] = {
     "kit_after_end_of_archive": after_end_of_archive,
     "kit_manifest_not_first": manifest_not_first,
     "kit_duplicate_member": duplicate_member,
+    "kit_case_twin": case_twin,
+    "kit_file_over_directory": file_over_directory,
     "kit_oversized_member": oversized_member,
     "kit_decompression_bomb": decompression_bomb,
     "kit_receipt_reencoded": receipt_reencoded,

@@ -22,6 +22,8 @@ CASES = {
     "kit_path_traversal": ("UnsafeArchiveError", 15),
     "kit_symlink_member": ("UnsafeArchiveError", 15),
     "kit_duplicate_member": ("UnsafeArchiveError", 15),
+    "kit_case_twin": ("UnsafeArchiveError", 15),
+    "kit_file_over_directory": ("UnsafeArchiveError", 15),
     "kit_gzip_appended_member": ("GzipStreamError", 17),
     "kit_header_bad_checksum": ("TarHeaderError", 18),
     "kit_pax_path_override": ("ExtendedHeaderError", 19),

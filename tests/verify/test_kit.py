@@ -60,6 +60,8 @@ FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_path_traversal": (UnsafeArchiveError, "../x"),
     "kit_symlink_member": (UnsafeArchiveError, "deploy/k8s/secrets.yaml"),
     "kit_duplicate_member": (UnsafeArchiveError, "deploy/compose.yaml"),
+    "kit_case_twin": (UnsafeArchiveError, "readme.md"),
+    "kit_file_over_directory": (UnsafeArchiveError, "deploy/build/BUILD.md"),
     "kit_gzip_appended_member": (GzipStreamError, KIT),
     "kit_header_bad_checksum": (TarHeaderError, "deploy/zz-skip"),
     "kit_pax_path_override": (ExtendedHeaderError, "././@PaxHeader"),
