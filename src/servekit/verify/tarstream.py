@@ -39,7 +39,7 @@ from servekit.errors import (
     TarHeaderError,
     UnsafeArchiveError,
 )
-from servekit.receipts.archive import kit_file, member_mode, render_tar
+from servekit.receipts.archive import kit_file, member_mode, render_tar, tar_length
 from servekit.receipts.formats import MANIFEST_FILE
 from servekit.receipts.manifest import is_kit_path
 
@@ -183,7 +183,8 @@ class Gunzip:
                 "data follows the gzip member (another member, or trailing bytes)",
                 f"{after[:8].hex()}... after the end of the member",
             )
-        return bytes(self.out)
+        whole, self.out = bytes(self.out), bytearray()  # one copy of the stream, not two
+        return whole
 
 
 # --- step 2: strict raw headers ----------------------------------------------------------
@@ -404,17 +405,20 @@ def _check_canonical(stream: bytes, canonical: bytes, source: str) -> None:
 
 def _second_opinion(stream: bytes, members: tuple[Member, ...], source: str) -> None:
     """``tarfile`` reads the same names, sizes and bytes (it cannot differ, or step 4 failed)."""
+    names, same = [], True
     with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as tar:
-        seen = []
-        for info in tar:
+        for index, info in enumerate(tar):
             handle = tar.extractfile(info)
-            seen.append((info.name, handle.read() if handle else None))
-    if seen != [(m.name, m.data) for m in members]:
+            data = handle.read() if handle else None  # one member held at a time
+            names.append(info.name)
+            mine = members[index] if index < len(members) else None
+            same = same and mine is not None and (mine.name, mine.data) == (info.name, data)
+    if not same or len(names) != len(members):
         raise NonCanonicalArchiveError(
             "tarfile reads this archive differently from servekit's reader",
             file=source,
             expected=", ".join(m.name for m in members),
-            actual=", ".join(name for name, _ in seen),
+            actual=", ".join(names),
             hint=HINT,
         )
 
@@ -425,8 +429,9 @@ def scan_archive(fh: BinaryIO, limits: StreamLimits, source: str, gate: Gate) ->
     scan = _Scan(stream, gate)  # 2, 3
     scan.run()
     members = tuple(scan.members)
+    whole = stream.finish(tar_length(len(m.data) for m in members))  # 4
     canonical = render_tar((kit_file(m.name, m.data) for m in members), scan.mtime or 0)
-    whole = stream.finish(len(canonical))  # 4
     _check_canonical(whole, canonical, source)
+    del canonical
     _second_opinion(whole, members, source)  # 5
     return ScannedArchive(members, scan.mtime)
