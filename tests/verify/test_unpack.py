@@ -54,6 +54,16 @@ def test_a_target_others_can_write_is_refused(tmp_path: Path, mode: int) -> None
     assert _entries(target) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory away")
+def test_a_target_another_user_owns_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "kit"
+    target.mkdir(mode=0o755)
+    os.chown(target, 12345, 12345)  # an attacker's empty directory, waiting in /tmp
+    with pytest.raises(UsageError, match="belongs to another user"):
+        unpack_kit(KIT, TRUST, target)
+    assert _entries(target) == []
+
+
 def test_a_target_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "kit").write_text("x")
     with pytest.raises(UsageError, match="cannot use"):

@@ -4,8 +4,8 @@
 archive says about a member (type, mode, owner, link target) reaches the disk, because
 the files written are the verified in-memory bytes, under their kit paths.
 
-The target directory must be new or empty, not a symbolic link, and not writable by
-group or others. Everything below it is created relative to open directory handles
+The target directory must be new or empty, not a symbolic link, owned by the user
+unpacking, and not writable by group or others. Everything below it is created relative to open directory handles
 (``mkdir``/``open`` with ``dir_fd``, ``O_NOFOLLOW``, ``O_EXCL``), never by path name: a
 symlink planted inside the directory while the kit is written (``deploy -> /etc``) is
 refused rather than followed, and an entry that appears there is never overwritten.
@@ -54,7 +54,13 @@ def _check_target(fd: int, directory: Path) -> None:
             f"{directory} is not empty",
             hint="unpack into a new directory, so no old file can pass for part of the kit",
         )
-    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid():
+        raise UsageError(
+            f"{directory} belongs to another user (uid {st.st_uid})",
+            hint="unpack into a directory you own: its owner could swap the kit's files later",
+        )
+    mode = stat.S_IMODE(st.st_mode)
     if mode & 0o022:
         raise UsageError(
             f"{directory} can be written by group or others (mode {mode:04o})",
