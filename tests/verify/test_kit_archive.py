@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -392,21 +393,26 @@ def test_a_directory_nested_past_any_kit_path_is_refused_not_a_recursion_error(
     tmp_path: Path,
 ) -> None:
     root = _directory(tmp_path)
-    chain = [root / "d"]
-    for _ in range(1199):  # deeper than Python's recursion limit
-        chain.append(chain[-1] / "d")
+    depth, directory = 0, os.O_RDONLY | os.O_DIRECTORY
+    fd = os.open(root, directory)
     try:
-        for directory in chain:
-            directory.mkdir(mode=0o755)
-        (chain[-1] / "f").write_text("x")
+        while depth < 1200:  # deeper than the recursion limit; through handles, as by path
+            os.mkdir("d", 0o755, dir_fd=fd)  # name each level costs more than the last
+            fd, parent = os.open("d", directory, dir_fd=fd), fd
+            os.close(parent)
+            depth += 1
+        os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
         with pytest.raises(UnsafeArchiveError, match="longer than any kit holds") as info:
             read_kit(root)
         assert info.value.actual == "101 bytes"
     finally:  # shutil.rmtree (and so pytest's clean-up of old runs) recurses per level
-        (chain[-1] / "f").unlink(missing_ok=True)
-        for directory in reversed(chain):
-            if directory.exists():
-                directory.rmdir()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink("f", dir_fd=fd)
+        for _ in range(depth):
+            fd, child = os.open("..", directory, dir_fd=fd), fd
+            os.close(child)
+            os.rmdir("d", dir_fd=fd)
+        os.close(fd)
 
 
 def test_directory_kits_refuse_fifos_and_unreadable_files(tmp_path: Path) -> None:
