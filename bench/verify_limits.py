@@ -6,8 +6,11 @@ fixture, and the largest example kit built here) is the yardstick.
 
 Inputs: every golden fixture in ``tests/assets/`` (``kit_*.tar.gz``), and larger ones
 built here: a 1 GiB decompression bomb (about 1 MB of gzip), a receipt nested 500 000
-levels deep, a header claiming 8 GiB, a 2 000-member kit of empty files, and a
-``package.yaml`` YAML alias bomb (9**10 leaves from 600 bytes) parsed on its own.
+levels deep, a header claiming 8 GiB, a 2 000-member kit of empty files, two 30 MiB
+members an unsigned ``MANIFEST`` admits in a stream that differs from the canonical one
+only in its last byte (the most work the archive reader does before any signature is
+checked), and a ``package.yaml`` YAML alias bomb (9**10 leaves from 600 bytes) parsed on
+its own.
 
 Peak memory is ``tracemalloc``'s peak of Python allocations during the call (what the
 verifier itself holds; zlib's internal buffers are small and fixed).
@@ -17,6 +20,7 @@ Usage: ``.venv/bin/python bench/verify_limits.py`` (from the repository root).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import tarfile
 import tempfile
@@ -76,19 +80,30 @@ def _built(tmp: Path) -> dict[str, Path]:
     claim = _gzip(manifest + _info("README.md", 8**11 - 1).tobuf(tarfile.PAX_FORMAT))
     many = {f"evidence/e{i:04d}": b"" for i in range(1999)}
     crowd = _gzip(_end(manifest + b"".join(_member(p, d) for p, d in sorted(many.items()))))
-    out = {}
-    for name, data in [
-        ("bomb-1GiB", bomb),
-        ("receipt-nested-500k", nested),
-        ("header-claims-8GiB", claim),
-        ("2000-unlisted-members", crowd),
-    ]:
+    out = {
+        "bomb-1GiB": bomb,
+        "receipt-nested-500k": nested,
+        "header-claims-8GiB": claim,
+        "2000-unlisted-members": crowd,
+        "60MiB-differs-at-the-end": _differs_at_the_end(),
+    }
+    for name, data in out.items():
         (tmp / f"{name}.tar.gz").write_bytes(data)
-        out[name] = tmp / f"{name}.tar.gz"
+    paths = {name: tmp / f"{name}.tar.gz" for name in out}
     key = private_key("publisher", tmp)
     (tmp / "k3-valid.tar.gz").write_bytes(build_kit(K3, key).archive)
-    out["k3-valid (largest example)"] = tmp / "k3-valid.tar.gz"
-    return out
+    paths["k3-valid (largest example)"] = tmp / "k3-valid.tar.gz"
+    return paths
+
+
+def _differs_at_the_end() -> bytes:
+    """Two 30 MiB members listed by an unsigned MANIFEST, the stream's last byte not zero."""
+    data = b"\0" * (30 * 1024 * 1024)
+    digest = hashlib.sha256(data).hexdigest()
+    listing = "".join(f"{digest}  {len(data)}  a/big{i}\n" for i in (1, 2))
+    manifest = f"servekit-manifest/v1\n{listing}".encode()
+    tar = _end(_member("MANIFEST", manifest) + _member("a/big1", data) + _member("a/big2", data))
+    return _gzip(tar[:-1] + b"\1")
 
 
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -19,6 +19,8 @@ kit_manifest_not_resigned           compose and MANIFEST edited consistently    
 kit_path_traversal                  a member named ../x                              15
 kit_symlink_member                  a symlink member                                 15
 kit_duplicate_member                compose.yaml again at the end (later wins)       15
+kit_case_twin                       readme.md beside README.md (one on macOS)        15
+kit_file_over_directory             a file named deploy beside deploy/...            15
 kit_gzip_appended_member            a second gzip member after the kit               17
 kit_header_bad_checksum             a header tarfile stops at, GNU tar skips         18
 kit_pax_path_override               a pax header renaming a member onto compose      19
@@ -31,6 +33,7 @@ kit_oversized_member                a header claiming 8 GiB                     
 kit_decompression_bomb              100 MiB of zeros after the end, in ~100 KB       21
 kit_receipt_reencoded               the signed envelope re-indented                  24
 kit_receipt_nested                  a receipt nested 100 000 levels deep             25
+kit_receipt_lone_surrogate          payloadType spelled as a lone surrogate escape   24
 kit_outside_grant                   signed by a key granted another publisher        26
 kit_recorded_violations             re-signed receipt recording 2 violations         28
 kit_figure_not_recomputed           re-signed receipt with a recomputed value off    28
@@ -511,6 +514,19 @@ def duplicate_member(files: dict[str, bytes]) -> bytes:
     return _raw(files, _member("deploy/compose.yaml", EVIL))
 
 
+def case_twin(files: dict[str, bytes]) -> bytes:
+    """readme.md in path order: a case-insensitive disk holds one of the two READMEs."""
+    return _gzip(_end(_members({**files, "readme.md": EVIL})))
+
+
+def file_over_directory(files: dict[str, bytes]) -> bytes:
+    """A file named ``deploy`` (listed in a MANIFEST the attacker rewrote), then deploy/...:
+    extraction fails or replaces it midway; refused while reading, before any signature."""
+    changed = {**files, "deploy": EVIL}
+    changed["MANIFEST"] = render_manifest(manifest_entries(changed))
+    return _gzip(_end(_members(changed)))
+
+
 def oversized_member(files: dict[str, bytes]) -> bytes:
     """A header claiming 8 GiB (the most an octal size field holds) after MANIFEST."""
     manifest = _member("MANIFEST", files["MANIFEST"])
@@ -530,6 +546,12 @@ def receipt_reencoded(files: dict[str, bytes]) -> bytes:
 
 def receipt_nested(files: dict[str, bytes]) -> bytes:
     return _archive({**files, "receipt.dsse.json": b"[" * 100_000 + b"]" * 100_000})
+
+
+def receipt_lone_surrogate(files: dict[str, bytes]) -> bytes:
+    """``"\\ud800"`` is valid JSON but has no UTF-8 form, so no canonical form either."""
+    receipt = files["receipt.dsse.json"].replace(b'"application/vnd.in-toto+json"', b'"\\ud800"')
+    return _archive({**files, "receipt.dsse.json": receipt})
 
 
 def _resigned(files: dict[str, bytes], edit: Callable[[dict[str, Any]], None]) -> bytes:
@@ -566,10 +588,13 @@ CASES: dict[str, Callable[[dict[str, bytes]], bytes]] = {
     "kit_after_end_of_archive": after_end_of_archive,
     "kit_manifest_not_first": manifest_not_first,
     "kit_duplicate_member": duplicate_member,
+    "kit_case_twin": case_twin,
+    "kit_file_over_directory": file_over_directory,
     "kit_oversized_member": oversized_member,
     "kit_decompression_bomb": decompression_bomb,
     "kit_receipt_reencoded": receipt_reencoded,
     "kit_receipt_nested": receipt_nested,
+    "kit_receipt_lone_surrogate": receipt_lone_surrogate,
     "kit_recorded_violations": recorded_violations,
     "kit_figure_not_recomputed": figure_not_recomputed,
 }

@@ -266,6 +266,7 @@ def test_a_published_date_after_the_signing_time_is_refused(key: Path) -> None:
     [
         ("license", "licenses/MODEL_NOTICE.md", "licenses/MODEL_NOTICE.md"),
         ("license", "MODEL_NOTICE.md", "licenses/MODEL_NOTICE.md"),
+        ("license", "licenses/model_notice.md", "licenses/model_notice.md"),
         ("recipe", "build/BUILD.md", "deploy/build/BUILD.md"),
     ],
 )
@@ -294,4 +295,14 @@ def test_a_kit_path_longer_than_a_tar_name_is_refused(tmp_path: Path, key: Path)
     pkg = package_copy(tmp_path, edit)
     (pkg / "evidence" / "run-b.jsonl").rename(pkg / name)
     with pytest.raises(PackageError, match="longer than 100 bytes"):
+        build_kit(pkg, key)
+
+
+def test_two_package_files_differing_only_in_case_are_refused(tmp_path: Path, key: Path) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["measurements"]["runs"][1]["file"] = "evidence/RUN-A.jsonl"
+
+    pkg = package_copy(tmp_path, edit)
+    (pkg / "evidence" / "run-b.jsonl").rename(pkg / "evidence" / "RUN-A.jsonl")
+    with pytest.raises(PackageError, match="one file on a case-insensitive disk"):
         build_kit(pkg, key)

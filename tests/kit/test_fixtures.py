@@ -19,7 +19,7 @@ def test_fixture_package_is_up_to_date(tmp_path: Path) -> None:
 
 def test_fixture_kits_are_up_to_date(tmp_path: Path) -> None:
     written = write_fixtures(tmp_path)
-    assert len(written) == 25
+    assert len(written) == 28
     for path in written:
         committed = ASSETS / path.name
         assert committed.read_bytes() == path.read_bytes(), (

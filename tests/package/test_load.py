@@ -41,6 +41,22 @@ def test_malformed_yaml_names_file_and_line(pkg: Path) -> None:
     assert "not valid YAML" in info.value.message
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("published: '2026-11-30'", "published: 2026-13-45"),
+        ("shard_count: 1", "shard_count: " + "9" * 5000),
+    ],
+    ids=["impossible-date", "5000-digit-number"],
+)
+def test_a_value_yaml_resolves_but_cannot_build_is_a_file_error(
+    pkg: Path, old: str, new: str
+) -> None:
+    _edit(pkg, old, new)
+    with pytest.raises(PackageFileError, match="cannot be read"):
+        load_package(pkg)
+
+
 def test_unknown_field_names_path_and_line(pkg: Path) -> None:
     _edit(pkg, "  shard_count: 1", "  shard_count: 1\n  shards_count: 1")
     with pytest.raises(PackageSchemaError) as info:
@@ -116,6 +132,21 @@ def test_malformed_evidence_line(pkg: Path) -> None:
     with pytest.raises(EvidenceError) as info:
         check(load_package(pkg))
     assert info.value.line == 4 and "not valid JSON" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['{"record":"run","seed":' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000],
+    ids=["5000-digit-number", "nested-100000-deep"],
+)
+def test_evidence_json_can_parse_but_not_build_is_an_evidence_error(pkg: Path, line: str) -> None:
+    path = pkg / "evidence" / "run-a.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = line
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EvidenceError, match="cannot be read") as info:
+        check(load_package(pkg))
+    assert info.value.line == 3
 
 
 def test_evidence_record_with_wrong_field(pkg: Path) -> None:

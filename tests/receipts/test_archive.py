@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from servekit.receipts.archive import KitFile, kit_file, render_tar
+from servekit.receipts.archive import KitFile, kit_file, render_tar, tar_length
 
 FILES = [
     kit_file("MANIFEST", b"m" * 700),
@@ -52,3 +52,11 @@ def test_gnu_tar_lists_the_rendering_with_its_modes(tmp_path: Path) -> None:
 def test_a_path_longer_than_a_ustar_name_is_refused() -> None:
     with pytest.raises(ValueError, match="longer than 100 bytes"):
         render_tar([kit_file("a" * 101, b"")], 0)
+
+
+@pytest.mark.parametrize(
+    "sizes", [[], [0], [1], [511, 512, 513], [10240 - 2048], [10240 - 2047], [5000] * 7]
+)
+def test_tar_length_is_the_length_of_the_rendering(sizes: list[int]) -> None:
+    files = [kit_file(f"f{i}", b"x" * size) for i, size in enumerate(sizes)]
+    assert tar_length(sizes) == len(render_tar(files, 0))

@@ -143,8 +143,19 @@ def _pad_bits(text: str) -> str:
         lambda e: canonical_json({**e, "signatures": [e["signatures"][0]] * 2}),
         lambda e: canonical_json(e)[:-1] + b',"payload":"' + e["payload"].encode() + b'"}',
         lambda e: canonical_json(e) + b"\n",
+        lambda e: canonical_json(e).replace(b'"application/vnd.in-toto+json"', b'"\\ud800"'),
+        lambda e: canonical_json(e).replace(e["signatures"][0]["keyid"].encode(), b"\\udfff"),
     ],
-    ids=["whitespace", "key-order", "pad-bits", "two-signatures", "duplicate-key", "newline"],
+    ids=[
+        "whitespace",
+        "key-order",
+        "pad-bits",
+        "two-signatures",
+        "duplicate-key",
+        "newline",
+        "lone-surrogate-type",
+        "lone-surrogate-keyid",
+    ],
 )
 def test_only_the_canonical_envelope_is_accepted(edit: Any) -> None:
     key = generate()

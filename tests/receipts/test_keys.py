@@ -137,6 +137,16 @@ def test_malformed_trust_files_are_refused(tmp_path: Path, body: str, message: s
         load_trust_store(_trust_file(tmp_path, body))
 
 
+def test_a_trust_table_with_two_public_keys_is_refused(tmp_path: Path) -> None:
+    key_id = load_public_key(KEYS / "publisher.pub").key_id
+    (tmp_path / "two.pub").write_bytes(
+        (KEYS / "publisher.pub").read_bytes() + (KEYS / "untrusted.pub").read_bytes()
+    )
+    body = f"[keys.{key_id}]\npublisher='x'\npackages=['*']\npublic_key='two.pub'\n"
+    with pytest.raises(SigningKeyError, match="holds 2 public keys"):
+        load_trust_store(_trust_file(tmp_path, body))
+
+
 def test_empty_trust_stores_load_empty(tmp_path: Path) -> None:
     (tmp_path / "empty.pub").write_text("")
     assert not load_trust_store(tmp_path / "empty.pub").keys

@@ -60,6 +60,8 @@ FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_path_traversal": (UnsafeArchiveError, "../x"),
     "kit_symlink_member": (UnsafeArchiveError, "deploy/k8s/secrets.yaml"),
     "kit_duplicate_member": (UnsafeArchiveError, "deploy/compose.yaml"),
+    "kit_case_twin": (UnsafeArchiveError, "readme.md"),
+    "kit_file_over_directory": (UnsafeArchiveError, "deploy/build/BUILD.md"),
     "kit_gzip_appended_member": (GzipStreamError, KIT),
     "kit_header_bad_checksum": (TarHeaderError, "deploy/zz-skip"),
     "kit_pax_path_override": (ExtendedHeaderError, "././@PaxHeader"),
@@ -72,6 +74,7 @@ FIXTURES: dict[str, tuple[type[VerificationError], str]] = {
     "kit_decompression_bomb": (NonCanonicalArchiveError, KIT),
     "kit_receipt_reencoded": (NonCanonicalReceiptError, "receipt.dsse.json"),
     "kit_receipt_nested": (ReceiptLimitError, "receipt.dsse.json"),
+    "kit_receipt_lone_surrogate": (NonCanonicalReceiptError, "receipt.dsse.json"),
     "kit_outside_grant": (KeyGrantError, "receipt.dsse.json"),
     "kit_recorded_violations": (ClaimRecheckError, "receipt.dsse.json"),
     "kit_figure_not_recomputed": (ClaimRecheckError, "receipt.dsse.json"),
@@ -215,6 +218,15 @@ def test_a_pin_file_for_another_tree(tmp_path: Path) -> None:
     pin["tree_digest"] = "sha256:" + "2" * 64
     files["model/pin.json"] = json.dumps(pin).encode()
     with pytest.raises(SubjectMismatchError, match=r"pin\.json's tree_digest") as info:
+        verify_kit(_resign(tmp_path, files, lambda s: None), TRUST)
+    assert info.value.file == "model/pin.json"
+
+
+def test_a_signed_pin_file_nested_past_jsons_stack_is_refused_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    files = {**_files(), "model/pin.json": b"[" * 100_000 + b"]" * 100_000}
+    with pytest.raises(SubjectMismatchError, match=r"pin\.json is not JSON") as info:
         verify_kit(_resign(tmp_path, files, lambda s: None), TRUST)
     assert info.value.file == "model/pin.json"
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,8 +27,8 @@ from servekit.errors import (
 )
 from servekit.receipts.archive import kit_file, render_tar
 from servekit.receipts.manifest import manifest_entries, render_manifest
-from servekit.verify.archive import Limits, kit_member_name, read_kit
-from servekit.verify.tarstream import Gunzip, StreamLimits
+from servekit.verify.archive import Limits, _Budget, _read_regular, kit_member_name, read_kit
+from servekit.verify.tarstream import Gunzip, StreamLimits, _first_difference
 from tests.assets.make_kit_fixtures import _end, _gzip, _info, _member, _members
 
 FILES = {"README.md": b"hello\n", "deploy/launch.sh": b"#!/bin/sh\n", "evidence/a.jsonl": b"{}\n"}
@@ -175,6 +177,29 @@ def test_order_duplicates_and_manifest_first(tmp_path: Path) -> None:
     no_manifest = {p: d for p, d in files.items() if p != "MANIFEST"}
     with pytest.raises(MemberOrderError, match="must be MANIFEST"):
         read_kit(_kit(tmp_path, no_manifest))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"readme.md": b"x"},  # README.md on a case-insensitive disk
+        {"evidence": b"x"},  # a file where evidence/ is a directory
+        {"README.md/x": b"x"},  # a directory where README.md is a file
+        {"eVidence": b"x", "evidence/b.jsonl": b"x"},  # the same, in another case
+    ],
+    ids=["case-twin", "file-over-directory", "directory-under-file", "case-file-directory"],
+)
+def test_names_no_disk_can_hold_side_by_side_are_refused(
+    tmp_path: Path, extra: dict[str, bytes]
+) -> None:
+    files = _files(**{k.replace("/", "__"): v for k, v in extra.items()})
+    with pytest.raises(UnsafeArchiveError, match=r"differ only in case|also the directory"):
+        read_kit(_kit(tmp_path, files))
+
+
+def test_directories_that_differ_only_in_case_may_hold_different_files(tmp_path: Path) -> None:
+    files = _files(eVIDENCE__b_jsonl=b"x")  # merges with evidence/ there; nothing is lost
+    assert read_kit(_kit(tmp_path, files)).files["eVIDENCE/b_jsonl"] == b"x"
 
 
 def test_members_are_admitted_against_manifest_before_their_data(tmp_path: Path) -> None:
@@ -327,6 +352,69 @@ def test_a_world_writable_directory_is_refused(tmp_path: Path) -> None:
         read_kit(root)
 
 
+def test_the_kit_directory_itself_must_not_be_writable_by_others(tmp_path: Path) -> None:
+    root = _directory(tmp_path)
+    root.chmod(0o777)
+    with pytest.raises(MemberMetadataError, match="written by others") as info:
+        read_kit(root)
+    assert (info.value.file, info.value.actual) == (str(root), "0777")
+
+
+@pytest.mark.parametrize("empty", ["hooks", "deploy/hooks.d", "a/b/c"])
+def test_an_empty_directory_is_an_extra_entry(tmp_path: Path, empty: str) -> None:
+    root = _directory(tmp_path)
+    (root / empty).mkdir(parents=True, mode=0o755)
+    with pytest.raises(ExtraFileError, match="no kit file") as info:
+        read_kit(root)
+    assert info.value.file == empty
+
+
+def test_a_fifo_swapped_in_after_the_listing_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """The entry was a file when listed; by the time it is opened it is a FIFO with no
+    writer, which a blocking open would wait on for ever."""
+    os.mkfifo(tmp_path / "README.md")
+    outcome: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            _read_regular(tmp_path / "README.md", "README.md", _Budget(Limits()))
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "opening a FIFO blocked"
+    assert isinstance(outcome[0], UnsafeArchiveError), outcome
+    assert outcome[0].actual == "a device, FIFO or socket"
+
+
+def test_a_directory_nested_past_any_kit_path_is_refused_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    root = _directory(tmp_path)
+    depth, directory = 0, os.O_RDONLY | os.O_DIRECTORY
+    fd = os.open(root, directory)
+    try:
+        while depth < 1200:  # deeper than the recursion limit; through handles, as by path
+            os.mkdir("d", 0o755, dir_fd=fd)  # name each level costs more than the last
+            fd, parent = os.open("d", directory, dir_fd=fd), fd
+            os.close(parent)
+            depth += 1
+        os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+        with pytest.raises(UnsafeArchiveError, match="longer than any kit holds") as info:
+            read_kit(root)
+        assert info.value.actual == "101 bytes"
+    finally:  # shutil.rmtree (and so pytest's clean-up of old runs) recurses per level
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink("f", dir_fd=fd)
+        for _ in range(depth):
+            fd, child = os.open("..", directory, dir_fd=fd), fd
+            os.close(child)
+            os.rmdir("d", dir_fd=fd)
+        os.close(fd)
+
+
 def test_directory_kits_refuse_fifos_and_unreadable_files(tmp_path: Path) -> None:
     root = _directory(tmp_path)
     os.mkfifo(root / "pipe")
@@ -345,3 +433,18 @@ def test_member_names() -> None:
     assert kit_member_name("a/b") == "a/b"
     with pytest.raises(UnsafeArchiveError):
         kit_member_name("./a")
+
+
+@pytest.mark.parametrize("offset", [0, 1, 511, 512, 513, 4095, 20479])
+def test_the_first_difference_is_found_at_any_offset(offset: int) -> None:
+    canonical = bytes(range(256)) * 80  # 20 480 bytes
+    stream = bytearray(canonical)
+    stream[offset] ^= 0xFF
+    stream[-1] ^= 0xFF if offset != len(canonical) - 1 else 0
+    assert _first_difference(bytes(stream), canonical) == offset
+
+
+def test_the_first_difference_of_a_prefix_is_its_end() -> None:
+    canonical = b"\0" * 2000
+    assert _first_difference(canonical[:1500], canonical) == 1500
+    assert _first_difference(canonical + b"\0", canonical) == 2000

@@ -30,12 +30,18 @@ def _reserved(kit_path: str, relative: str) -> PackageError:
     )
 
 
+_GENERATED_FOLDED = frozenset(path.casefold() for path in GENERATED)
+
+
 def copy_sources(loaded: LoadedPackage) -> dict[str, bytes]:
-    """Kit path -> bytes of the package's files; two sources may not share a kit path."""
+    """Kit path -> bytes of the package's files; two sources may not share a kit path,
+    not even one that differs only in case (the verifier refuses such a kit: one file would
+    overwrite the other on a case-insensitive disk)."""
     files: dict[str, bytes] = {}
     origin: dict[str, str] = {}
+    folded: dict[str, str] = {}
     for kit_path, relative in package_sources(loaded.package):
-        if kit_path in GENERATED:
+        if kit_path.casefold() in _GENERATED_FOLDED:
             raise _reserved(kit_path, relative)
         if len(kit_path.encode("utf-8")) > NAME_BYTES:
             raise PackageError(
@@ -46,6 +52,13 @@ def copy_sources(loaded: LoadedPackage) -> dict[str, bytes]:
         if kit_path in origin and origin[kit_path] != relative:
             raise PackageError(
                 f"{origin[kit_path]} and {relative} would both become {kit_path} in the kit",
+                hint="rename one of them",
+            )
+        twin = folded.setdefault(kit_path.casefold(), kit_path)
+        if twin != kit_path:
+            raise PackageError(
+                f"{origin[twin]} and {relative} become {twin} and {kit_path} in the kit, "
+                "one file on a case-insensitive disk",
                 hint="rename one of them",
             )
         origin[kit_path] = relative

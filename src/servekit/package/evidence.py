@@ -225,6 +225,13 @@ def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:
             line=number,
             hint="evidence files are JSON Lines: one JSON object per line",
         ) from exc
+    except (ValueError, RecursionError) as exc:  # a 5 000-digit number; 100 000 `[`
+        raise EvidenceError(
+            f"JSON that cannot be read ({type(exc).__name__}: {str(exc)[:80]})",
+            path=path,
+            line=number,
+            hint="evidence lines are flat records of sane numbers",
+        ) from exc
     if not isinstance(obj, dict):
         raise EvidenceError("a line must be a JSON object", path=path, line=number)
     return obj

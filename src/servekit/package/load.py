@@ -151,7 +151,14 @@ def parse_package(path: Path, text: str) -> Package:
     """Parse and validate ``package.yaml`` text; ``path`` is used in messages."""
     node = _compose(path, text)
     _duplicate_keys(path, node)
-    data: Any = yaml.safe_load(text)
+    try:
+        data: Any = yaml.safe_load(text)
+    except ValueError as exc:  # a scalar YAML resolves but cannot build: 2025-13-45, 10**5000
+        raise PackageFileError(
+            f"a value cannot be read: {str(exc)[:120]}",
+            path=path,
+            hint="quote the value if it is text; dates are YYYY-MM-DD, numbers of sane size",
+        ) from exc
     if not isinstance(data, dict):
         raise PackageFileError(
             "the top level must be a mapping of fields", path=path, line=1, hint="see examples/"

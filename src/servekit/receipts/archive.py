@@ -85,6 +85,13 @@ def _header(file: KitFile, mtime: int) -> bytes:
     return block[:148] + b"%06o\0 " % sum(block) + block[156:]
 
 
+def tar_length(sizes: Iterable[int]) -> int:
+    """The length of :func:`render_tar`'s bytes for members of these sizes, without
+    rendering them (the verifier bounds the stream by it before it renders anything)."""
+    body = sum(BLOCK + size + (-size % BLOCK) for size in sizes) + 2 * BLOCK
+    return body + (-body % RECORD)
+
+
 def render_tar(files: Iterable[KitFile], mtime: int) -> bytes:
     """The uncompressed canonical tar bytes of ``files`` (any order in, sorted out):
     each header and its data padded to 512 bytes, then two zero blocks, then zeros to a
@@ -92,5 +99,6 @@ def render_tar(files: Iterable[KitFile], mtime: int) -> bytes:
     parts = []
     for file in sorted(files, key=lambda f: f.path):
         parts += [_header(file, mtime), file.data, b"\0" * (-len(file.data) % BLOCK)]
-    body = b"".join(parts) + b"\0" * (2 * BLOCK)
-    return body + b"\0" * (-len(body) % RECORD)
+    parts.append(b"\0" * (2 * BLOCK))
+    parts.append(b"\0" * (-sum(map(len, parts)) % RECORD))
+    return b"".join(parts)  # one join: a kit's bytes are held once, not twice

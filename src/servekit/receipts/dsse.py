@@ -139,7 +139,12 @@ def decode_envelope(data: bytes, *, file: str) -> Envelope:
     envelope = _parse(data, file)
     if len(envelope.signatures) != 1:
         raise non_canonical(file, "exactly one signature", f"{len(envelope.signatures)}")
-    again = encode_envelope(envelope.payload_type, envelope.payload_bytes, [*envelope.signatures])
+    try:
+        again = encode_envelope(
+            envelope.payload_type, envelope.payload_bytes, [*envelope.signatures]
+        )
+    except ValueError as exc:  # e.g. a lone surrogate (\ud800): no UTF-8 form, so no canonical one
+        raise non_canonical(file, "text that has a UTF-8 form", str(exc)) from exc
     if again != data:
         raise non_canonical(
             file,

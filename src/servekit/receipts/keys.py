@@ -251,6 +251,12 @@ def _keys_in_file(path: Path) -> list[PublicKey]:
 def _trust_file(path: Path) -> TrustStore:
     keys, grants = {}, {}
     for entry in parse_trust_file(path, _read(path)):
+        blocks = len(_PUBLIC_PEM.findall(entry.pem))
+        if blocks > 1:  # the parser would take the first and silently drop the others
+            raise SigningKeyError(
+                f"{entry.where}: holds {blocks} public keys; a table grants exactly one",
+                hint="give each key its own [keys.<key id>] table",
+            )
         key = _parse_public(entry.pem, entry.where)
         if key.key_id != entry.key_id:
             raise SigningKeyError(

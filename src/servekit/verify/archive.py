@@ -5,8 +5,10 @@ one bounded gzip member, strict raw headers, ``MANIFEST`` first, each later memb
 admitted by name and size against ``MANIFEST`` before its data is read, and the whole
 stream equal to the canonical rendering of what was read. A directory (an unpacked kit)
 is walked without following links: regular files with their canonical mode (0644, 0755
-for ``deploy/launch.sh``) and directories nobody else can write, nothing else; a file
-that changes while it is read (size, mtime, ctime, inode or device) is refused.
+for ``deploy/launch.sh``) and directories nobody else can write (the kit's own directory
+included) that each hold some kit file, nothing else; a file is opened without following
+a link or blocking (a FIFO swapped in after the listing is refused, not waited on), and
+one that changes while it is read (size, mtime, ctime, inode or device) is refused.
 
 Any violation raises the specific :class:`~servekit.errors.UnsafeArchiveError`
 subclass naming the member; an I/O failure raises :class:`~servekit.errors.ReadError`.
@@ -30,7 +32,7 @@ from servekit.errors import (
     ReceiptLimitError,
     UnsafeArchiveError,
 )
-from servekit.receipts.archive import member_mode
+from servekit.receipts.archive import NAME_BYTES, member_mode
 from servekit.receipts.formats import MANIFEST_FILE, RECEIPT_FILE
 from servekit.receipts.manifest import ManifestEntry, is_kit_path, parse_manifest
 from servekit.verify.tarstream import HINT, StreamLimits, scan_archive
@@ -94,6 +96,13 @@ def kit_member_name(raw: str) -> str:
     if not is_kit_path(raw):
         raise _unsafe(
             "an archive member name is not a plain kit path", raw, "[A-Za-z0-9._+-] parts", raw
+        )
+    if len(raw) > NAME_BYTES:  # no kit holds one; it also bounds how deep a walk recurses
+        raise _unsafe(
+            "a kit path is longer than any kit holds",
+            raw[:NAME_BYTES] + "...",
+            f"at most {NAME_BYTES} bytes",
+            f"{len(raw)} bytes",
         )
     return raw
 
@@ -235,11 +244,22 @@ def _check_mode(name: str, st: os.stat_result) -> None:
         )
 
 
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+"""No link followed; a FIFO or device swapped in after the listing must not block the open."""
+
+
+def _not_regular(name: str, st: os.stat_result) -> UnsafeArchiveError:
+    kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a device, FIFO or socket"
+    return _unsafe("a kit entry is not a regular file", name, "a regular file", kind)
+
+
 def _read_regular(path: Path, name: str, budget: _Budget) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _OPEN_FILE)
         with os.fdopen(fd, "rb") as fh:
             before = os.fstat(fh.fileno())
+            if not stat.S_ISREG(before.st_mode):  # swapped since it was listed
+                raise _not_regular(name, before)
             _check_mode(name, before)
             budget.size(name, before.st_size)
             data = fh.read(before.st_size + 1)
@@ -268,6 +288,16 @@ def _check_directory(name: str, st: os.stat_result) -> None:
         )
 
 
+def _empty_directory(name: str) -> ExtraFileError:
+    return ExtraFileError(
+        "the unpacked kit holds a directory with no kit file in it",
+        file=name,
+        expected="only the directories of files MANIFEST lists",
+        actual="an empty directory",
+        hint="a kit never holds an empty directory; someone added it after unpacking",
+    )
+
+
 def _dir_entries(root: Path, directory: Path, budget: _Budget) -> Iterator[tuple[str, bytes]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -275,6 +305,8 @@ def _dir_entries(root: Path, directory: Path, budget: _Budget) -> Iterator[tuple
         raise ReadError(
             "a kit directory cannot be listed", file=str(directory), actual=exc.strerror
         ) from exc
+    if not entries and directory != root:
+        raise _empty_directory(directory.relative_to(root).as_posix())
     for entry in entries:
         name = kit_member_name(Path(entry.path).relative_to(root).as_posix())
         budget.member(name)
@@ -285,11 +317,11 @@ def _dir_entries(root: Path, directory: Path, budget: _Budget) -> Iterator[tuple
         elif stat.S_ISREG(st.st_mode):
             yield name, _read_regular(Path(entry.path), name, budget)
         else:
-            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a device, FIFO or socket"
-            raise _unsafe("a kit entry is not a regular file", name, "a regular file", kind)
+            raise _not_regular(name, st)
 
 
 def _read_directory(root: Path, limits: Limits) -> KitContents:
+    _check_directory(str(root), root.stat())
     files: dict[str, bytes] = {}
     for name, data in _dir_entries(root, root, _Budget(limits)):
         files[name] = data

@@ -3,13 +3,16 @@
 A kit that verifies is still refused when it is another package, or an older version
 than asked (a mirror serving a signed but superseded kit). Versions compare as
 ``MAJOR.MINOR.PATCH`` numbers; a ``-suffix`` is a pre-release (before the release), a
-``.suffix`` comes after it; suffixes compare as text.
+``.suffix`` comes after it; suffixes compare run by run, digits as numbers and letters
+as text, so ``rc10`` comes after ``rc9`` (as text it would come before, and
+``>=1.0.0-rc10`` would accept the older ``1.0.0-rc9``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from servekit.errors import UnexpectedKitError, UsageError
 from servekit.receipts.formats import PACKAGE_FILE
@@ -18,16 +21,25 @@ _EXPECT = re.compile(
     r"^(?P<id>[A-Za-z0-9._-]+)@(?P<op>>=)?(?P<version>\d+\.\d+\.\d+([.-][0-9A-Za-z.]+)?)$"
 )
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:([.-])([0-9A-Za-z.]+))?$")
+_RUN = re.compile(r"\d+|\D+")
+Run: TypeAlias = tuple[int, int, str]
+"""A suffix run: ``(0, number, "")`` for digits, ``(1, 0, text)`` for anything else."""
 
 
-def version_key(version: str) -> tuple[int, int, int, int, str]:
+def _runs(suffix: str) -> tuple[Run, ...]:
+    return tuple(
+        (0, int(run), "") if run.isdigit() else (1, 0, run) for run in _RUN.findall(suffix)
+    )
+
+
+def version_key(version: str) -> tuple[int, int, int, int, tuple[Run, ...]]:
     """A sort key for a package version (the pattern package.yaml allows)."""
-    match = _VERSION.match(version)
+    match = _VERSION.fullmatch(version)
     if match is None:
         raise UsageError(f"{version!r} is not a package version (MAJOR.MINOR.PATCH)")
     major, minor, patch, sep, suffix = match.groups()
     rank = {None: 0, "-": -1, ".": 1}[sep]
-    return int(major), int(minor), int(patch), rank, suffix or ""
+    return int(major), int(minor), int(patch), rank, _runs(suffix or "")
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,7 @@ class Expectation:
 
     @classmethod
     def parse(cls, text: str) -> Expectation:
-        match = _EXPECT.match(text)
+        match = _EXPECT.fullmatch(text)  # `$` alone would let a trailing newline through
         if match is None:
             raise UsageError(
                 f"--expect {text!r} is not ID@VERSION or ID@>=VERSION",

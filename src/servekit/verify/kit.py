@@ -246,7 +246,7 @@ def _check_model_subject(statement: Statement, package: Package) -> str:
 def _load_pin(data: bytes) -> dict[str, Any]:
     try:
         pin = json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past json's stack
         raise _mismatch(
             "model/pin.json is not JSON", PIN_FILE, "a JSON model pin", str(exc)
         ) from exc
