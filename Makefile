@@ -38,6 +38,7 @@ pytest: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/servekit package schema > schema/package.schema.json
+	$(BIN)/python -c 'import pathlib, servekit.package.schema as s; p = pathlib.Path("docs/package.md"); p.write_text(s.with_reference(p.read_text()))'
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*
