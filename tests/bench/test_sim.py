@@ -178,3 +178,13 @@ def test_framing_the_server_refuses(sim: Sim) -> None:
         assert _raw_exchange(url, endless, b"\r\n\r\n{").startswith(b"HTTP/1.1 431 ")
         garbage = b"\x00\x01 not http\r\n\r\n"
         assert _raw_exchange(url, garbage, b"\r\n\r\n{").startswith(b"HTTP/1.1 400 ")
+
+
+def test_large_bodies_on_a_kept_alive_connection_are_not_heads(sim: Sim) -> None:
+    """36K-token prompts, one after another on one connection: a body's last read is
+    never counted as the next request's head (it once answered 431)."""
+    prompt = "word " * 36000
+    body = {"model": "servekit-sim", "prompt": prompt, "max_tokens": 2, "stream": True}
+    with sim(max_model_len=65536) as url, httpx.Client() as client:
+        codes = [client.post(f"{url}/v1/completions", json=body).status_code for _ in range(3)]
+    assert codes == [200, 200, 200]

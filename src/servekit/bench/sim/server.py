@@ -77,6 +77,7 @@ class _Requests:
         self.conn = conn
         self.parser = httptools.HttpRequestParser(self)
         self.ready: deque[_Request] = deque()
+        self.completed = 0  # requests parsed on this connection
         self._start()
 
     def _start(self) -> None:
@@ -89,16 +90,18 @@ class _Requests:
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`_HttpError` for a request the server refuses.
 
-        A head still unfinished after 64 KiB is refused (llhttp sets no limit); the
-        count may include the tail of the previous request read in the same piece.
+        A head still unfinished after 64 KiB is refused (llhttp sets no limit). Only
+        reads that neither finished a request nor a head count towards it, so a large
+        body is never mistaken for a head.
         """
+        in_head, completed = self.in_head, self.completed
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             if isinstance(exc.__context__, _HttpError):  # raised by one of our callbacks
                 raise exc.__context__ from None
             raise _HttpError(400, f"bad request: {exc}") from exc
-        if self.in_head:
+        if in_head and self.in_head and completed == self.completed:
             self.head_size += len(data)
             if self.head_size > _MAX_HEAD:
                 raise _HttpError(431, "request head too large")
@@ -125,6 +128,7 @@ class _Requests:
         path = self.url.decode("latin-1").split("?", 1)[0]
         close = not self.parser.should_keep_alive()
         self.ready.append(_Request(method, path, self.headers, bytes(self.body), close))
+        self.completed += 1
         self._start()
 
 
