@@ -2,7 +2,7 @@
 
 ``package.yaml`` stays at the top; evidence under ``evidence/``, licences under
 ``licenses/``, the build recipe under ``deploy/build/`` and the file-by-file model
-pin at ``model/pin.json`` (see :mod:`servekit.receipts.formats`).
+pin at ``model/pin.json`` (see :mod:`servekit.package.files`).
 """
 
 from __future__ import annotations
