@@ -29,7 +29,7 @@ typecheck: $(STAMP)
 
 # Coverage of src/servekit, CLI and simulator subprocesses included (pyproject.toml's
 # [tool.coverage]): prints the report and the branch figure, and fails under either
-# floor. Floors set from the run of 2026-12-01 (92.4 % lines+branches, 84.6 % of
+# floor. Floors set from the runs of 2026-12-01 (92.4-92.7 % lines+branches, 84.6-85.0 % of
 # branches); raise them as tests are added, never lower them.
 COVERAGE_FLOOR ?= 92
 BRANCH_FLOOR ?= 84
