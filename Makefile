@@ -27,11 +27,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
+# Coverage of src/servekit, CLI and simulator subprocesses included (pyproject.toml's
+# [tool.coverage]): prints the report and the branch figure, and fails under either
+# floor. Floors set from the runs of 2026-12-01 (92.4-92.7 % lines+branches, 84.6-85.0 % of
+# branches); raise them as tests are added, never lower them.
+COVERAGE_FLOOR ?= 92
+BRANCH_FLOOR ?= 84
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/coverage erase
+	$(BIN)/coverage run -m pytest -q
+	$(BIN)/coverage combine -q
+	$(BIN)/coverage report --fail-under=$(COVERAGE_FLOOR)
+	$(BIN)/coverage json -q -o coverage.json
+	$(BIN)/python .ci/branch_floor.py $(BRANCH_FLOOR)
 
 schema: $(STAMP)
 	$(BIN)/servekit package schema > schema/package.schema.json
+	$(BIN)/python -c 'import pathlib, servekit.package.schema as s; p = pathlib.Path("docs/package.md"); p.write_text(s.with_reference(p.read_text()))'
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.* coverage.json

@@ -103,8 +103,21 @@ class Window:
         return self.events / self.wall_s if self.wall_s > 0 else float("nan")
 
 
+def source_env(src: Path | None) -> dict[str, str] | None:
+    """The environment that runs servekit from another checkout's ``src`` (``--before``):
+    an earlier version of the client, measured in the same run as this one."""
+    if src is None:
+        return None
+    return {**os.environ, "PYTHONPATH": str(src.resolve())}
+
+
 def run_client(
-    args: Sequence[str], url: str, log: Path, poll_s: float = 0.05, skip_tokens: int = 16
+    args: Sequence[str],
+    url: str,
+    log: Path,
+    poll_s: float = 0.05,
+    skip_tokens: int = 16,
+    env: dict[str, str] | None = None,
 ) -> Window:
     """Run a client command pinned to the client core; sample its CPU while tokens flow.
 
@@ -118,7 +131,7 @@ def run_client(
     last: tuple[float, float, float] | None = None
     with log.open("w") as out:
         proc = subprocess.Popen(
-            list(args), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_pin_client
+            list(args), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_pin_client, env=env
         )
         while proc.poll() is None:
             time.sleep(poll_s)

@@ -25,7 +25,10 @@ machine is shared.
 ``vllm bench serve`` is not measured: installing vLLM resolves to 198 packages with
 torch 2.14 and the CUDA 13 wheels (pip's resolver downloaded 2.1 GB just to resolve).
 
-Run: ``python bench/client_overhead.py [--rounds 2] [--guidellm PATH]``.
+``--before SRC`` adds a fourth client: ``servekit bench run`` from another checkout's
+``src`` directory (an earlier transport), measured in the same rounds as this one.
+
+Run: ``python bench/client_overhead.py [--rounds 2] [--guidellm PATH] [--before SRC]``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from _sim import SIM_CPU, Window, load_average, pin_self, run_client, simulator
+from _sim import SIM_CPU, Window, load_average, pin_self, run_client, simulator, source_env
 
 from servekit.bench.loop import LoopKind, run
 
@@ -101,14 +104,16 @@ def plain_main(url: str, streams: int, prompt: int) -> None:
 # --- the clients -------------------------------------------------------------------------
 
 
-def servekit_client(url: str, streams: int, prompt: int, tmp: Path) -> tuple[Window, float, float]:
+def servekit_client(
+    url: str, streams: int, prompt: int, tmp: Path, src: Path | None = None
+) -> tuple[Window, float, float]:
     out = tmp / "servekit"
     args = [sys.executable, "-m", "servekit.cli.main", "-q", "bench", "run", "--endpoint", url,
             "--model", "servekit-sim", "--input-tokens", f"{prompt}:{prompt}",
             "--output-tokens", str(OUTPUT), "--concurrency", str(streams),
             "--requests", str(streams), "--warmup", str(streams), "--timeout", "300",
             "--out", str(out), "--force", "--json"]  # fmt: skip
-    window = run_client(args, url, tmp / "servekit.log")
+    window = run_client(args, url, tmp / "servekit.log", env=source_env(src))
     text = (tmp / "servekit.log").read_text()
     (row,) = json.loads(text[text.index("[") :])
     assert row["failed"] == 0, row
@@ -180,6 +185,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--guidellm", type=Path, default=PEERS_VENV / "bin" / "guidellm")
     parser.add_argument("--cases", default=",".join(f"{s}x{p}" for s, p in CASES))
+    parser.add_argument("--before", type=Path, help="src/ of an earlier checkout, measured too")
     options = parser.parse_args()
     cases = [tuple(int(x) for x in c.split("x")) for c in options.cases.split(",")]
     pin_self(SIM_CPU)  # this script only polls; the clients get the other core
@@ -189,6 +195,13 @@ def main() -> int:
             "servekit": servekit_client,
             "plain": plain_client,
         }
+        if options.before is not None:
+            before = options.before
+
+            def before_client(url: str, streams: int, prompt: int, tmp: Path) -> Row:
+                return servekit_client(url, streams, prompt, tmp, before)
+
+            clients["before"] = before_client
         if options.guidellm.exists():
             python = options.guidellm.parent / "python"
             clients["guidellm"] = guidellm_client(

@@ -139,3 +139,52 @@ def test_clock_starts_when_the_request_arrived_not_when_it_was_read() -> None:
         thread.join(5)
         loop.close()
     assert 0.095 < ttft < 0.13, ttft
+
+
+def _raw_exchange(url: str, data: bytes, until: bytes) -> bytes:
+    """Send raw bytes to the simulator; read until ``until`` appears or it closes."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(data)
+        while until not in received:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    return received
+
+
+def test_pipelined_requests_are_answered_in_order(sim: Sim) -> None:
+    """Two requests in one write, the second split from its body: both answered, in order."""
+    with sim(model="tiny") as url:
+        get = b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n"
+        body = b'{"prompt":"a b c"}'
+        post = b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        post += b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        received = _raw_exchange(url, get + post, b'"count": 3')
+    first = received.index(b'"simulator": true')
+    assert received.count(b"HTTP/1.1 200 OK") == 2
+    assert first < received.index(b'"count": 3')
+
+
+def test_framing_the_server_refuses(sim: Sim) -> None:
+    """A chunked request body (411), an endless head (431) and bytes that are not HTTP
+    (400): each answered once, then the connection closes."""
+    with sim() as url:
+        chunked = b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        assert _raw_exchange(url, chunked, b"\r\n\r\n{").startswith(b"HTTP/1.1 411 ")
+        endless = b"GET /version HTTP/1.1\r\nX-Pad: " + b"a" * (70 * 1024)
+        assert _raw_exchange(url, endless, b"\r\n\r\n{").startswith(b"HTTP/1.1 431 ")
+        garbage = b"\x00\x01 not http\r\n\r\n"
+        assert _raw_exchange(url, garbage, b"\r\n\r\n{").startswith(b"HTTP/1.1 400 ")
+
+
+def test_large_bodies_on_a_kept_alive_connection_are_not_heads(sim: Sim) -> None:
+    """36K-token prompts, one after another on one connection: a body's last read is
+    never counted as the next request's head (it once answered 431)."""
+    prompt = "word " * 36000
+    body = {"model": "servekit-sim", "prompt": prompt, "max_tokens": 2, "stream": True}
+    with sim(max_model_len=65536) as url, httpx.Client() as client:
+        codes = [client.post(f"{url}/v1/completions", json=body).status_code for _ in range(3)]
+    assert codes == [200, 200, 200]

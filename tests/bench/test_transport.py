@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from servekit.bench.client import BenchClient, RequestSpec, Trace
-from servekit.bench.transport import Origin
+from servekit.bench.client import BenchClient, RequestSpec, Trace, stream_headers
+from servekit.bench.transport import Origin, StreamPool
 from servekit.errors import UsageError
 from servekit.package.models import Api
 
@@ -205,7 +205,8 @@ def test_bad_chunk_size_is_a_protocol_error(scripted: Callable[..., _Server]) ->
     server = scripted(lambda c, r: [raw])
     (trace,) = _send(server)
     assert trace.error is not None
-    assert trace.error.startswith("connection failed (RemoteProtocolError): bad chunk-size")
+    assert trace.error.startswith("connection failed (RemoteProtocolError): ")
+    assert "chunk size" in trace.error.lower()
 
 
 def test_request_head_carries_json_content_type(scripted: Callable[..., _Server]) -> None:
@@ -242,3 +243,35 @@ def test_endpoint_path_prefix_and_non_urls(scripted: Callable[..., _Server]) -> 
     assert server.seen.heads[0].startswith(b"POST /proxy/v1/completions HTTP/1.1\r\n")
     with pytest.raises(UsageError, match="not an http"):
         Origin.parse("127.0.0.1:8000")
+
+
+def test_endless_response_head_fails_the_exchange(scripted: Callable[..., _Server]) -> None:
+    raw = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * (70 * 1024)
+    server = scripted(lambda c, r: [raw])
+    (trace,) = _send(server)
+    assert trace.error == "connection failed (RemoteProtocolError): response head too large"
+
+
+def test_bytes_after_the_response_retire_the_connection(scripted: Callable[..., _Server]) -> None:
+    """A second answer nobody asked for, in the same write: the first request succeeds and
+    the next goes on a fresh connection."""
+    raw = SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(_events("a"), 1000)
+    server = scripted(lambda c, r: [raw + raw])
+    first, second = _send(server, count=2)
+    assert first.error is None and second.error is None, second.error
+    assert server.seen.connections == 2
+
+
+def test_an_injected_stream_pool_carries_the_requests(scripted: Callable[..., _Server]) -> None:
+    raw = SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(_events("a"))
+    server = scripted(lambda c, r: [raw])
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    pool = StreamPool(endpoint, {**stream_headers(), "X-Injected": "yes"}, timeout_s=2.0)
+
+    async def main() -> Trace:
+        async with BenchClient(endpoint, Api.COMPLETIONS, timeout_s=2.0, streams=pool) as client:
+            return await client.send(RequestSpec("r", 1, False, b"{}", 3, 2), time.perf_counter())
+
+    trace = asyncio.run(main())
+    assert trace.error is None and trace.state.pieces == ["a"]
+    assert pool.opened == 1 and _header(server.seen.heads[0], b"x-injected") == b"yes"

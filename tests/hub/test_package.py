@@ -11,8 +11,9 @@ import pytest
 from servekit.errors import FileChangedError, UsageError
 from servekit.hub.client import Hub
 from servekit.hub.models import WeightsPin
-from servekit.hub.package import PIN_PATH, package_pin, pin_into_package
+from servekit.hub.package import package_pin, pin_into_package
 from servekit.hub.pin import pin_repo
+from servekit.package.files import PIN_FILE
 from servekit.package.load import load_package
 from tests.hubserver import FakeRepo, HubServer, model_files
 
@@ -38,7 +39,7 @@ def test_the_pin_is_written_and_only_the_model_fields_change(
 ) -> None:
     before = (package / "package.yaml").read_text()
     written = pin_into_package(k3_pin, package)
-    assert written == package / PIN_PATH and written.is_file()
+    assert written == package / PIN_FILE and written.is_file()
     after = (package / "package.yaml").read_text()
     changed = [
         line
@@ -53,7 +54,7 @@ def test_the_pin_is_written_and_only_the_model_fields_change(
     assert (model.commit, model.tree_digest, model.files) == (
         k3_pin.commit,
         k3_pin.tree_digest,
-        PIN_PATH,
+        PIN_FILE,
     )
     assert (model.total_bytes, model.shard_count) == (k3_pin.total_bytes, 3)
     assert package_pin(package)[1] == k3_pin
@@ -76,7 +77,7 @@ def test_a_pin_of_another_repo_changes_nothing(package: Path, hub_server: HubSer
     with pytest.raises(UsageError, match="the package serves moonshotai/Kimi-K3"):
         pin_into_package(pin, package)
     assert (package / "package.yaml").read_text() == before
-    assert not (package / PIN_PATH).exists()
+    assert not (package / PIN_FILE).exists()
 
 
 def test_a_pin_file_that_disagrees_with_package_yaml_is_refused(

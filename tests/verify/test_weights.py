@@ -17,10 +17,10 @@ from servekit.errors import (
 )
 from servekit.hub.hashing import READ_BUFFER
 from servekit.hub.models import ProblemKind, WeightsPin
-from servekit.hub.package import PIN_PATH
 from servekit.hub.pin import pin_directory
 from servekit.hub.pinfile import pin_json
 from servekit.kit.build import build_kit
+from servekit.package.files import PIN_FILE
 from servekit.receipts.keys import load_trust_store
 from servekit.verify.weights import (
     Expected,
@@ -164,13 +164,13 @@ def _kit(tmp_path: Path, pin: WeightsPin) -> Path:
             pin.tree_digest,
         ),
         ("total_bytes: 1561000000000", f"total_bytes: {pin.total_bytes}"),
-        ("shard_count: 96", f"shard_count: {pin.shard_count}\n  files: {PIN_PATH}"),
+        ("shard_count: 96", f"shard_count: {pin.shard_count}\n  files: {PIN_FILE}"),
     ):
         assert old in text
         text = text.replace(old, new)
     manifest.write_text(text)
     (kit / "model").mkdir()
-    (kit / PIN_PATH).write_text(pin_json(pin))
+    (kit / PIN_FILE).write_text(pin_json(pin))
     return kit
 
 

@@ -33,6 +33,11 @@ _HEADERS = {
 _ERROR_BODY_CHARS = 300
 
 
+def stream_headers() -> dict[str, str]:
+    """The headers of every streaming request (for a :class:`StreamPool` built elsewhere)."""
+    return dict(_HEADERS)
+
+
 @dataclass(frozen=True)
 class RequestSpec:
     """One request to send, its body already encoded."""
@@ -94,10 +99,13 @@ class BenchClient:
     Use as an async context manager: it owns the run's connections.
     """
 
-    def __init__(self, endpoint: str, api: Api, *, timeout_s: float) -> None:
+    def __init__(
+        self, endpoint: str, api: Api, *, timeout_s: float, streams: StreamPool | None = None
+    ) -> None:
+        """``streams`` replaces the default pool (a test's, or one with TLS settings)."""
         self.api = api
         self.path = api_path(api)
-        self.streams = StreamPool(endpoint, _HEADERS, timeout_s=timeout_s)
+        self.streams = streams or StreamPool(endpoint, stream_headers(), timeout_s=timeout_s)
         self.http = httpx.AsyncClient(
             base_url=endpoint.rstrip("/"),
             headers={"User-Agent": _HEADERS["User-Agent"]},

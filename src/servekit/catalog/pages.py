@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from servekit.catalog.cards import Card, build_card
 from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
 from servekit.errors import PackageError, UsageError
+from servekit.package.files import PACKAGE_GLOB
 from servekit.package.load import LoadedPackage, load_package
 from servekit.package.models import MeasurementStatus, Package, Workload
 from servekit.package.rules import check
@@ -104,7 +105,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 def package_dirs(packages: Path) -> list[Path]:
     """Every package directory directly under ``packages`` (those with a package.yaml)."""
-    return sorted(p.parent for p in packages.glob("*/package.yaml"))
+    return sorted(p.parent for p in packages.glob(PACKAGE_GLOB))
 
 
 def load_catalog(packages_dir: Path) -> Catalog:

@@ -21,12 +21,13 @@ from servekit.config import load_settings
 from servekit.errors import UsageError
 from servekit.kit.build import build_kit, write_kit
 from servekit.package import check, load_package
+from servekit.package.files import PACKAGE_GLOB
 from servekit.receipts.keys import generate, load_trust_store, write_key_pair
 from servekit.verify.kit import verify_kit
 
 
 def _package_dirs(root: Path) -> list[Path]:
-    dirs = sorted(p.parent for p in root.glob("*/package.yaml"))
+    dirs = sorted(p.parent for p in root.glob(PACKAGE_GLOB))
     if not dirs:
         raise UsageError(f"no packages under {root}", hint="run from the repository root")
     return dirs

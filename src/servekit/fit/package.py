@@ -22,10 +22,10 @@ from servekit.fit.models import GIB, Basis, FitOptions, FitResult, KvDtype, Para
 from servekit.fit.predict import ModelSource, predict
 from servekit.fit.sources import from_directory, from_hub
 from servekit.hub.client import Hub
+from servekit.package.files import VENDORED_CONFIG
 from servekit.package.load import LoadedPackage
 
 STATED_ERROR = {Basis.HEADERS: 0.02, Basis.CONFIG: 0.03}
-VENDORED_CONFIG = "model/config.json"
 
 
 @dataclass(frozen=True)

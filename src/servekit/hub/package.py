@@ -25,10 +25,10 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from servekit.errors import Error, FileChangedError, PackageError, PackageFileError, UsageError
 from servekit.hub.models import WeightsPin
 from servekit.hub.pinfile import pin_json, read_pin
-from servekit.package.load import PACKAGE_FILE, LoadedPackage, load_package, parse_package
+from servekit.package.files import PACKAGE_FILE, PIN_FILE
+from servekit.package.load import LoadedPackage, load_package, parse_package
 from servekit.package.models import ModelPin
 
-PIN_PATH = "model/pin.json"
 _LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (2, 4, 0))
 
 
@@ -118,7 +118,7 @@ def pin_into_package(pin: WeightsPin, directory: Path) -> Path:
     """Write ``pin`` into the package at ``directory``; return the pin file's path."""
     loaded = load_package(directory)
     _check_pin_fits(loaded, pin)
-    relative = loaded.package.model.files or PIN_PATH
+    relative = loaded.package.model.files or PIN_FILE
     manifest, pin_path = directory / PACKAGE_FILE, directory / relative
     old_yaml = manifest.read_text(encoding="utf-8")
     old_pin = pin_path.read_text(encoding="utf-8") if pin_path.is_file() else None

@@ -31,10 +31,8 @@ from servekit.kit.readme import render_readme
 from servekit.kit.sources import copy_sources
 from servekit.kit.validate import validate_compose
 from servekit.package import CheckReport, check, enforce, load_package
-from servekit.package.load import LoadedPackage
-from servekit.package.models import Package
-from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import (
+from servekit.package.files import (
+    COMPOSE_FILE,
     EXECUTABLES,
     LAUNCH_FILE,
     MANIFEST_FILE,
@@ -42,13 +40,14 @@ from servekit.receipts.formats import (
     README_FILE,
     RECEIPT_FILE,
 )
+from servekit.package.load import LoadedPackage
+from servekit.package.models import Package
+from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.keys import SigningKey, load_signing_key
 from servekit.receipts.manifest import kit_digest, manifest_entries, render_manifest
 from servekit.receipts.models import ServeRecord
 from servekit.receipts.signing import sign_payload
 from servekit.receipts.statement import ReceiptInputs, build_statement, statement_bytes
-
-COMPOSE_FILE = "deploy/compose.yaml"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from servekit.kit.command import (
     serve_argv,
     worker_argv,
 )
+from servekit.package.files import k8s_file
 from servekit.package.models import Package
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -164,10 +165,10 @@ def render_k8s(package: Package) -> dict[str, bytes]:
     nodes = multinode(package)
     if nodes is None:
         return {
-            "deploy/k8s/deployment.yaml": _dump(deployment(package), package),
-            "deploy/k8s/service.yaml": _dump(service(package, None), package),
+            k8s_file("deployment"): _dump(deployment(package), package),
+            k8s_file("service"): _dump(service(package, None), package),
         }
     return {
-        "deploy/k8s/leaderworkerset.yaml": _dump(leaderworkerset(package, nodes), package),
-        "deploy/k8s/service.yaml": _dump(service(package, "leader"), package),
+        k8s_file("leaderworkerset"): _dump(leaderworkerset(package, nodes), package),
+        k8s_file("service"): _dump(service(package, "leader"), package),
     }

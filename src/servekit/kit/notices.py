@@ -8,13 +8,13 @@ says which engine source the recipe builds, with its exclusions.
 from __future__ import annotations
 
 from servekit.kit.command import image
-from servekit.package.models import EngineBuild, Package
-from servekit.receipts.formats import (
+from servekit.package.files import (
     BUILD_NOTES_FILE,
     MODEL_NOTICE_FILE,
     license_kit_path,
     recipe_kit_path,
 )
+from servekit.package.models import EngineBuild, Package
 
 MODEL_NOTICE = MODEL_NOTICE_FILE
 BUILD_NOTES = BUILD_NOTES_FILE

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from servekit.kit.command import HF_TOKEN, TOKEN_SECRET, image
+from servekit.package.files import PIN_FILE
 from servekit.package.models import Figure, Package, Provenance
 from servekit.package.rules import CheckReport, FigureResult
-from servekit.receipts.formats import PIN_FILE
 from servekit.receipts.statement import evidence_files
 
 

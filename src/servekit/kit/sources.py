@@ -2,15 +2,15 @@
 
 ``package.yaml`` stays at the top; evidence under ``evidence/``, licences under
 ``licenses/``, the build recipe under ``deploy/build/`` and the file-by-file model
-pin at ``model/pin.json`` (see :mod:`servekit.receipts.formats`).
+pin at ``model/pin.json`` (see :mod:`servekit.package.files`).
 """
 
 from __future__ import annotations
 
 from servekit.errors import PackageError, PackageFileError
+from servekit.package.files import GENERATED, package_sources
 from servekit.package.load import LoadedPackage
 from servekit.receipts.archive import NAME_BYTES
-from servekit.receipts.formats import GENERATED, package_sources
 
 
 def read_package_file(loaded: LoadedPackage, relative: str) -> bytes:

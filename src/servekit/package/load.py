@@ -18,9 +18,8 @@ import yaml
 from pydantic import ValidationError
 
 from servekit.errors import PackageError, PackageFileError, PackageSchemaError, SchemaProblem
+from servekit.package.files import PACKAGE_FILE, Role, check_distinct_runs, package_files
 from servekit.package.models import Package
-
-PACKAGE_FILE = "package.yaml"
 
 
 @dataclass(frozen=True)
@@ -170,25 +169,8 @@ def parse_package(path: Path, text: str) -> Package:
 
 
 def referenced_files(package: Package) -> list[tuple[str, str]]:
-    """(field, relative path) for every file the package names."""
-    refs = [
-        ("license.file", package.license.file),
-        ("model.license.file", package.model.license.file),
-    ]
-    if package.model.files:
-        refs.append(("model.files", package.model.files))
-    if package.engine.build_recipe:
-        refs.append(("engine.build_recipe", package.engine.build_recipe))
-    refs.extend(
-        (f"measurements.runs[{i}].file", run.file)
-        for i, run in enumerate(package.measurements.runs)
-    )
-    refs.extend(
-        (f"accuracy.controls[{i}].evidence", c.evidence)
-        for i, c in enumerate(package.accuracy.controls)
-        if c.evidence
-    )
-    return refs
+    """(field, relative path) for every file the package names (from the inventory)."""
+    return [(f.field, f.path) for f in package_files(package) if f.role is not Role.DEFINITION]
 
 
 def _check_files(root: Path, package: Package) -> None:
@@ -227,5 +209,6 @@ def load_package(directory: Path | str) -> LoadedPackage:
     except (OSError, UnicodeDecodeError) as exc:
         raise PackageFileError(f"cannot read: {exc}", path=manifest) from exc
     package = parse_package(manifest, text)
+    check_distinct_runs(package, manifest)
     _check_files(root, package)
     return LoadedPackage(root=root, package=package)

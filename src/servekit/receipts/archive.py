@@ -18,8 +18,8 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from servekit.package.files import EXECUTABLES
 from servekit.package.models import Package
-from servekit.receipts.formats import EXECUTABLES
 
 NAME_BYTES = 100
 """A ustar name field; longer kit paths would need an extended header, which kits never hold."""

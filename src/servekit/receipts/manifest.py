@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from servekit.errors import FileChangedError
+from servekit.package.files import MANIFEST_FILE, UNLISTED
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import MANIFEST_FILE, MANIFEST_FORMAT, UNLISTED
+from servekit.receipts.formats import MANIFEST_FORMAT
 
 _PATH = re.compile(r"^[A-Za-z0-9._+-]+(/[A-Za-z0-9._+-]+)*$")
 _LINE = re.compile(r"^([0-9a-f]{64})  (0|[1-9][0-9]*)  (\S+)$")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from servekit import __version__
+from servekit.package.files import evidence_kit_path
 from servekit.package.models import Figure, Package
 from servekit.package.rules import RULES, CheckReport, FigureResult
 from servekit.receipts.canonical import canonical_json
@@ -15,7 +16,6 @@ from servekit.receipts.formats import (
     PAYLOAD_TYPE,
     PREDICATE_TYPE,
     STATEMENT_TYPE,
-    evidence_kit_path,
     kit_subject_name,
     model_subject_name,
     tree_digest_hex,

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from servekit.errors import ReplayError
 from servekit.package.evidence import Evidence, load_evidence
+from servekit.package.files import RECEIPT_FILE
 from servekit.package.models import Figure, MeasurementStatus, Package, Provenance
 from servekit.package.stats import figure_value, summarize
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import RECEIPT_FILE
 from servekit.replay.models import (
     REPLAY_FILE,
     Comparison,

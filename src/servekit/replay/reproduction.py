@@ -22,8 +22,9 @@ from pydantic import Field, ValidationError
 
 from servekit import __version__
 from servekit.errors import ReproductionError, SignatureError, UntrustedKeyError
+from servekit.package.files import RECEIPT_FILE
 from servekit.receipts.canonical import canonical_json, sha256_hex
-from servekit.receipts.formats import DIGEST_ALGORITHM, RECEIPT_FILE, STATEMENT_TYPE
+from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, TrustStore
 from servekit.receipts.signing import VerifiedPayload, sign_payload, verify_envelope
 from servekit.replay.models import (

@@ -25,10 +25,10 @@ from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.errors import ReplayError
 from servekit.package.evidence import RunHeader, parse_evidence
+from servekit.package.files import RECEIPT_FILE, evidence_kit_path
 from servekit.package.models import Package, Workload
 from servekit.progress import Tracker
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.formats import RECEIPT_FILE, evidence_kit_path
 from servekit.receipts.keys import TrustStore
 from servekit.replay.host import host_facts
 from servekit.replay.models import (

@@ -32,8 +32,8 @@ from servekit.errors import (
     ReceiptLimitError,
     UnsafeArchiveError,
 )
+from servekit.package.files import MANIFEST_FILE, RECEIPT_FILE
 from servekit.receipts.archive import NAME_BYTES, member_mode
-from servekit.receipts.formats import MANIFEST_FILE, RECEIPT_FILE
 from servekit.receipts.manifest import ManifestEntry, is_kit_path, parse_manifest
 from servekit.verify.tarstream import HINT, StreamLimits, scan_archive
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from servekit.errors import ClaimRecheckError
 from servekit.package import CheckReport, check, load_package
+from servekit.package.files import RECEIPT_FILE, package_sources
 from servekit.package.models import Package
-from servekit.receipts.formats import RECEIPT_FILE, package_sources
 from servekit.receipts.models import FigureRecord, Statement
 from servekit.receipts.statement import figure_records
 from servekit.verify.unpack import write_files

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from servekit.errors import FileChangedError, MissingFileError
+from servekit.package.files import PACKAGE_FILE
 from servekit.package.load import parse_package
 from servekit.package.models import Package
-from servekit.receipts.formats import PACKAGE_FILE
 from servekit.verify.archive import KitContents
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from servekit.errors import UnexpectedKitError, UsageError
-from servekit.receipts.formats import PACKAGE_FILE
+from servekit.package.files import PACKAGE_FILE
 
 _EXPECT = re.compile(
     r"^(?P<id>[A-Za-z0-9._-]+)@(?P<op>>=)?(?P<version>\d+\.\d+\.\d+([.-][0-9A-Za-z.]+)?)$"

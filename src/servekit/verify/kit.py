@@ -42,6 +42,7 @@ from servekit.errors import (
     MissingFileError,
     SubjectMismatchError,
 )
+from servekit.package.files import MANIFEST_FILE, PACKAGE_FILE, PIN_FILE, RECEIPT_FILE, UNLISTED
 from servekit.package.load import parse_package
 from servekit.package.models import Package
 from servekit.receipts.archive import kit_mtime
@@ -49,12 +50,7 @@ from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.formats import (
     DIGEST_ALGORITHM,
     KIT_SUBJECT_PREFIX,
-    MANIFEST_FILE,
     MODEL_SUBJECT_PREFIX,
-    PACKAGE_FILE,
-    PIN_FILE,
-    RECEIPT_FILE,
-    UNLISTED,
     kit_subject_name,
     model_subject_name,
     tree_digest_hex,

@@ -39,8 +39,8 @@ from servekit.errors import (
     TarHeaderError,
     UnsafeArchiveError,
 )
+from servekit.package.files import MANIFEST_FILE
 from servekit.receipts.archive import kit_file, member_mode, render_tar, tar_length
-from servekit.receipts.formats import MANIFEST_FILE
 from servekit.receipts.manifest import is_kit_path
 
 BLOCK = 512

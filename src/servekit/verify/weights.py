@@ -35,9 +35,9 @@ from servekit.hub.package import check_pin_agrees, package_pin
 from servekit.hub.pinfile import parse_pin, read_pin
 from servekit.hub.problems import problems_error
 from servekit.hub.tree import LocalFile, TreeScan, scan_tree
-from servekit.package.load import PACKAGE_FILE, parse_package
+from servekit.package.files import PACKAGE_FILE, PIN_FILE
+from servekit.package.load import parse_package
 from servekit.package.models import ModelPin
-from servekit.receipts.formats import PIN_FILE
 from servekit.receipts.keys import TrustStore
 from servekit.verify.archive import KitContents
 from servekit.verify.kit import verify_kit

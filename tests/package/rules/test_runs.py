@@ -42,10 +42,6 @@ def _same_start(lines: Lines) -> None:
     lines[0]["started_at"] = "2026-11-30T00:00:00+00:00"
 
 
-def _second_file(d: Definition) -> None:
-    run_def(d, "run-b")["file"] = "evidence/run-a.jsonl"
-
-
 RUNS_DISAGREE = {
     "run-a": synthetic_records("run-a", seed=7, number=1),
     "run-b": synthetic_records("run-b", seed=8, number=2, ttft_ms=150.0),
@@ -57,7 +53,6 @@ CASES: dict[str, dict[str, Any]] = {
     "SK124": {"evidence": {"run-b": _other_engine}},
     "SK125": {"evidence": {"run-a": _long_prompts}},
     "SK126": {"evidence": {"run-a": _sequential}},
-    "SK127": {"mutate": _second_file},
     "SK128": {"mutate": lambda d: [figure(d, f["id"]).update(runs=["run-a"]) for f in d["measurements"]["figures"]]},
     "SK129": {"evidence": {"run-b": _same_start}},
 }  # fmt: skip

@@ -1,7 +1,8 @@
 """The simulator's HTTP/1.1 server, on raw asyncio protocols for speed.
 
-A small keep-alive HTTP/1.1 implementation: request bodies by ``Content-Length``,
-responses either with ``Content-Length`` or chunked server-sent events. Like FastAPI
+A small keep-alive HTTP/1.1 server: ``httptools`` (llhttp) frames the requests,
+bodies by ``Content-Length``; responses carry either ``Content-Length`` or chunked
+server-sent events. Like FastAPI
 servers (vLLM, ``transformers serve``), it answers 422 to a body without a JSON
 ``Content-Type``. Routes:
 ``/v1/completions``, ``/v1/chat/completions``, ``/v1/models``, ``/tokenize``,
@@ -15,10 +16,13 @@ import json
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+import httptools
 
 from servekit import __version__
 from servekit.bench.sim.config import ENGINE_NAME, Fault, SimConfig
@@ -54,6 +58,7 @@ class _Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    close: bool = False  # the client asked to close after the answer
 
 
 class _HttpError(Exception):
@@ -62,15 +67,81 @@ class _HttpError(Exception):
         self.status = status
 
 
+class _Requests:
+    """``httptools`` callbacks for the requests on one connection: whole requests, in order.
+
+    Requests that arrive while one is being answered (pipelining) wait in ``ready``.
+    """
+
+    def __init__(self, conn: _Connection) -> None:
+        self.conn = conn
+        self.parser = httptools.HttpRequestParser(self)
+        self.ready: deque[_Request] = deque()
+        self.completed = 0  # requests parsed on this connection
+        self._start()
+
+    def _start(self) -> None:
+        self.url = b""
+        self.headers: dict[str, str] = {}
+        self.body = bytearray()
+        self.in_head = True
+        self.head_size = 0
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``; raises :class:`_HttpError` for a request the server refuses.
+
+        A head still unfinished after 64 KiB is refused (llhttp sets no limit). Only
+        reads that neither finished a request nor a head count towards it, so a large
+        body is never mistaken for a head.
+        """
+        in_head, completed = self.in_head, self.completed
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            if isinstance(exc.__context__, _HttpError):  # raised by one of our callbacks
+                raise exc.__context__ from None
+            raise _HttpError(400, f"bad request: {exc}") from exc
+        if in_head and self.in_head and completed == self.completed:
+            self.head_size += len(data)
+            if self.head_size > _MAX_HEAD:
+                raise _HttpError(431, "request head too large")
+
+    # --- httptools callbacks -------------------------------------------------------
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        self.headers[key] = value.decode("latin-1").strip()
+        if key == "transfer-encoding" and "chunked" in self.headers[key].lower():
+            raise _HttpError(411, "send a Content-Length body")
+
+    def on_headers_complete(self) -> None:
+        self.in_head = False
+
+    def on_body(self, body: bytes) -> None:
+        self.body += body
+
+    def on_message_complete(self) -> None:
+        method = self.parser.get_method().decode("latin-1")
+        path = self.url.decode("latin-1").split("?", 1)[0]
+        close = not self.parser.should_keep_alive()
+        self.ready.append(_Request(method, path, self.headers, bytes(self.body), close))
+        self.completed += 1
+        self._start()
+
+
 class _Connection:
-    """One client connection (a :class:`~servekit.bench.sim.stamped.StampedProtocol`)."""
+    """One client connection (a :class:`~servekit.bench.sim.stamped.StampedProtocol`).
+
+    It answers one request at a time; :class:`_Requests` owns the HTTP framing.
+    """
 
     def __init__(self, app: _App) -> None:
         self.app = app
         self.transport: StampedTransport | None = None
-        self.buf = bytearray()
-        self.head: tuple[str, str, dict[str, str]] | None = None
-        self.need = 0
+        self.requests = _Requests(self)
         self.busy = False
         self.close_after = False
         self.stream: Stream | None = None
@@ -87,43 +158,21 @@ class _Connection:
 
     def data_received(self, data: bytes, arrival: float) -> None:
         self.arrival = arrival  # a request's clock starts when its last byte arrived
-        self.buf += data
+        try:
+            self.requests.feed(data)
+        except _HttpError as exc:  # the framing is lost: answer once, then close
+            self.busy = True
+            self.respond_json(exc.status, {"error": str(exc)}, close=True)
+            return
         self._process()
 
     def _process(self) -> None:
-        while not self.busy and self.transport is not None:
-            if self.head is None and not self._parse_head():
-                return
-            if len(self.buf) < self.need:
-                return
-            assert self.head is not None
-            method, path, headers = self.head
-            body = bytes(self.buf[: self.need])
-            del self.buf[: self.need]
-            self.head, self.need = None, 0
-            self.close_after = headers.get("connection", "").lower() == "close"
+        ready = self.requests.ready
+        while not self.busy and self.transport is not None and ready:
+            request = ready.popleft()
+            self.close_after = request.close
             self.busy = True
-            self.app.dispatch(self, _Request(method, path, headers, body))
-
-    def _parse_head(self) -> bool:
-        end = self.buf.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self.buf) > _MAX_HEAD:
-                self.respond_json(431, {"error": "request head too large"}, close=True)
-            return False
-        lines = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
-        del self.buf[: end + 4]
-        method, path, _ = [*lines[0].split(" ", 2), "", ""][:3]
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            self.respond_json(411, {"error": "send a Content-Length body"}, close=True)
-            return False
-        self.head = (method, path.split("?", 1)[0], headers)
-        self.need = int(headers.get("content-length", "0") or 0)
-        return True
+            self.app.dispatch(self, request)
 
     # --- the Sink protocol (used by streams) and plain responses --------------------
 

@@ -3,6 +3,7 @@ throughput that was not measured on the priced hardware, no floor without proof.
 
 from __future__ import annotations
 
+from servekit.package.files import LICENSES_DIR, PACKAGE_FILE
 from servekit.package.models import Figure, Metric, Provenance, Scope
 from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import SIM_ENGINE, is_simulator
@@ -121,4 +122,4 @@ def _own_record(ctx: Context, relative: str | None) -> bool:
     if not path.is_relative_to(root) or not path.is_file() or path.stat().st_size == 0:
         return False
     inside = path.relative_to(root)
-    return inside.parts[0] not in ("licenses", "package.yaml") and inside.name != "package.yaml"
+    return inside.parts[0] not in (LICENSES_DIR, PACKAGE_FILE) and inside.name != PACKAGE_FILE
