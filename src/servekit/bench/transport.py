@@ -33,7 +33,7 @@ from typing import cast
 from urllib.parse import urlsplit
 
 from servekit.bench.sse import StreamState
-from servekit.errors import UsageError
+from servekit.seams import parse_url
 
 _MAX_HEAD = 64 * 1024
 _MAX_ERROR_BODY = 4096
@@ -82,11 +82,8 @@ class Origin:
 
     @classmethod
     def parse(cls, endpoint: str) -> Origin:
-        parts = urlsplit(endpoint)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(
-                f"endpoint '{endpoint}' is not an http(s) URL", hint="e.g. http://127.0.0.1:8000"
-            )
+        parts = urlsplit(parse_url(endpoint, "endpoint"))
+        assert parts.hostname is not None  # parse_url refuses a URL without a host
         port = parts.port or (443 if parts.scheme == "https" else 80)
         return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
 

@@ -20,6 +20,7 @@ from servekit.errors import UsageError
 from servekit.package.evidence import dump_evidence
 from servekit.package.models import Api
 from servekit.progress import track_count
+from servekit.seams import option_names, output_dir, parse_url, validation_problems
 
 app = typer.Typer(
     help="Benchmark an OpenAI-compatible endpoint into raw evidence, and summarize it.",
@@ -44,6 +45,16 @@ def _concurrencies(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError as exc:
         raise UsageError(f"--concurrency '{text}' is not a comma-separated list") from exc
+
+
+_RUN_OPTIONS = option_names(
+    RunConfig.model_fields,
+    prompt_min="--input-tokens MIN",
+    prompt_max="--input-tokens MAX",
+    concurrencies="--concurrency",
+    timeout_s="--timeout",
+    serve="--serve-config",
+)
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -121,6 +132,7 @@ def run_command(
 ) -> None:
     """Measure each concurrency (warmups, then measured requests) and write the raw
     per-request evidence that `servekit package check` recomputes figures from."""
+    parse_url(endpoint)
     low, high = _token_range(input_tokens)
     serve = serve_config(serve_command, serve_config_file)
     try:
@@ -148,9 +160,9 @@ def run_command(
             force=force,
         )
     except ValidationError as exc:
-        problems = "; ".join(str(e["msg"]) for e in exc.errors())
-        raise UsageError(f"invalid options: {problems}") from exc
-    with track_count("requests", config.total_requests) as tracker:
+        raise UsageError(validation_problems(exc, _RUN_OPTIONS)) from exc
+    # run files are refused one by one without --force (the directory may hold others)
+    with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
     stderr.print(f"wrote {', '.join(str(f) for f in files)}")
     _show(summarize_path(out), as_json)

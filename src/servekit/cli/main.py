@@ -11,9 +11,9 @@ from rich.markup import escape
 import servekit.cli.feed as feed_cli
 from servekit import __version__, progress
 from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, serve, sim, verify
-from servekit.cli.output import stderr
+from servekit.cli.output import error_json, json_emitted, print_json, stderr
 from servekit.config import load_settings
-from servekit.errors import Error
+from servekit.errors import Error, UsageError, printable
 
 app = typer.Typer(
     name="servekit",
@@ -45,6 +45,7 @@ app.command("fit")(fit.fit)
 app.command("serve")(serve.serve)
 
 _state = {"verbose": False}
+INTERRUPTED = 130
 
 
 def _version(value: bool) -> None:
@@ -68,29 +69,59 @@ def _root(
     progress.set_enabled(not quiet and load_settings().progress)
 
 
-def _render(exc: Error) -> int:
-    stderr.print(f"[bold red]error:[/] {escape(exc.message)}")
+def _render(exc: Error, *, as_json: bool) -> int:
+    """The one place a servekit error reaches the user: stderr, and stdout with --json."""
+    stderr.print(f"[bold red]error:[/] {escape(printable(exc.message))}")
     if exc.hint:
-        stderr.print(f"[yellow]hint:[/] {escape(exc.hint)}")
+        stderr.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}")
+    if as_json and not json_emitted():
+        print_json(error_json(exc))
     return exc.exit_code
 
 
+def _usage(exc: typer.TyperException, *, as_json: bool) -> int:
+    """A usage error (unknown option, missing argument, bad value) as a servekit one."""
+    code = int(getattr(exc, "exit_code", UsageError.exit_code))
+    ctx = getattr(exc, "ctx", None)
+    if not exc.format_message():  # no arguments: the help was printed, nothing went wrong
+        return code
+    if ctx is not None:
+        stderr.print(escape(ctx.get_usage()))
+    stderr.print(f"[bold red]error:[/] {escape(printable(exc.format_message()))}")
+    command = ctx.command_path if ctx is not None else "servekit"
+    stderr.print(f"[yellow]hint:[/] {escape(command)} --help lists every option")
+    if as_json and not json_emitted():
+        print_json(error_json(UsageError(exc.format_message())) | {"exit_code": code})
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; maps every servekit error to its exit code."""
+    """Entry point of the console script; maps every servekit error to its exit code.
+
+    Exit 1 is left for bugs only: a servekit error exits with its class's code, a usage
+    error with 2, an interrupt with 130 (docs/errors.md).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
     try:
-        app(args=argv, prog_name="servekit")
-    except SystemExit as exc:  # click's standalone mode: usage errors, --help, typer.Exit
+        code = app(args=args, prog_name="servekit", standalone_mode=False)
+    except typer.TyperException as exc:
+        return _usage(exc, as_json=as_json)
+    except (typer.Abort, KeyboardInterrupt):
+        stderr.print("interrupted")
+        return INTERRUPTED
+    except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Error as exc:
         if _state["verbose"]:
             traceback.print_exc()
-        return _render(exc)
+        return _render(exc, as_json=as_json)
     except Exception:
         traceback.print_exc()
         stderr.print("error: unexpected internal error; please report it with the traceback above")
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import fail, print_json, stdout
+from servekit.errors import ClaimRuleError
 from servekit.fit import PackageFit, package_fit
 from servekit.fit.models import GIB
 from servekit.package import CheckReport, check, load_package
@@ -112,13 +113,14 @@ def check_command(
     loaded = load_package(directory)
     report = check(loaded)
     fit = package_fit(loaded)
-    if as_json:
-        print_json({**report.as_dict(), "fit": fit.as_dict() if fit else None})
-    else:
+    result = {**report.as_dict(), "fit": fit.as_dict() if fit else None}
+    if not as_json:
         render_report(report)
         render_fit(fit)
     if not report.ok:
-        raise typer.Exit(code=4)
+        raise fail(ClaimRuleError(report.violations), result, as_json=as_json)
+    if as_json:
+        print_json({"ok": True, **result})
 
 
 @app.command("schema")

@@ -1,0 +1,157 @@
+"""A user's mistake never ends in a traceback: exit 1 is for bugs only.
+
+Hypothesis mutates a real package file and draws argument lists from the Typer app
+itself, and feeds both to the CLI's entry point, ``servekit.cli.main.main``. Any exit
+code 1 (an unexpected exception) fails the test with the traceback it printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from servekit.cli.main import app, main
+from tests.functional.helpers import EXAMPLES
+
+# Commands that serve forever or reach the network: drawn arguments could start them.
+LONG_RUNNING = {("serve",), ("sim", "serve"), ("model", "pin"), ("bench", "replay")}
+
+MUTATIONS = [
+    "date: 2026-13-45",
+    "\x00",
+    "\x1b[31m",
+    "\u202e",
+    "!!python/object:os.system x",
+    "? [a, b]\n: 1",
+    "? {a: 1}\n: 2",
+    "[" * 200,
+    "key: [unclosed",
+    "\t- tab",
+    "id: !!binary aGVsbG8=",
+    "version: 1e400",
+    "version: .nan",
+    "created: 2026-02-30",
+    "  - &a x",
+    "- *a",
+    "---\n---",
+    "schema_version: -1",
+    ": empty key",
+    "\ufeff",
+]
+
+
+def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command path of the Typer app (so a new command cannot be left out)."""
+    for info in group.registered_commands:
+        name = info.name or (info.callback.__name__ if info.callback else "")
+        yield (*prefix, name)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None and sub.name:
+            yield from _commands(sub.typer_instance, (*prefix, sub.name))
+
+
+def commands() -> list[tuple[str, ...]]:
+    return sorted(_commands(app))
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("fuzz") / "pkg"
+    shutil.copytree(EXAMPLES / "tiny-sim", target)
+    return target
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_mutated_package_file_never_exits_1(package_copy: Path, data: st.DataObject) -> None:
+    original = (EXAMPLES / "tiny-sim" / "package.yaml").read_text(encoding="utf-8")
+    lines = original.splitlines()
+    index = data.draw(st.integers(0, len(lines) - 1), label="line")
+    mutation = data.draw(
+        st.one_of(st.sampled_from(MUTATIONS), st.text(max_size=20)), label="mutation"
+    )
+    how = data.draw(st.sampled_from(["replace", "insert", "append"]), label="how")
+    if how == "replace":
+        lines[index] = mutation
+    elif how == "insert":
+        lines.insert(index, mutation)
+    else:
+        lines[index] += mutation
+    (package_copy / "package.yaml").write_text("\n".join(lines), encoding="utf-8")
+    code, _, err = run_cli(["package", "check", str(package_copy)])
+    assert code != 1, err
+
+
+VALUES = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "-1",
+            "1",
+            "nan",
+            "inf",
+            "1e400",
+            "99999999999999999999",
+            "http://",
+            "x:y",
+            "http://127.0.0.1:99999",
+            "http://[::1",
+            "1:0",
+            "5:2",
+            "\x00",
+            "a,b",
+            "1,,2",
+            "-",
+            "/",
+            "/dev/null",
+            "examples/packages/tiny-sim",
+            "examples/packages/tiny-sim/package.yaml",
+            "H200",
+            "\u202e",
+            "ttft:abc",
+        ]
+    ),
+    st.text(max_size=8),
+)
+
+
+def _options(path: tuple[str, ...]) -> list[str]:
+    """The option names of the command at ``path``, read from the click command Typer built."""
+    command: Any = typer.main.get_command(app)
+    for part in path:
+        command = command.commands[part]
+    return [opt for param in command.params for opt in getattr(param, "opts", [])]
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_drawn_argument_lists_never_exit_1(data: st.DataObject) -> None:
+    path = data.draw(
+        st.sampled_from([c for c in commands() if c not in LONG_RUNNING]), label="command"
+    )
+    options = [o for o in _options(path) if o not in {"--help", "-h"}]
+    argv = list(path)
+    for _ in range(data.draw(st.integers(0, 6), label="count")):
+        token = data.draw(st.one_of(st.sampled_from(options or ["x"]), VALUES), label="token")
+        argv.append(token)
+    code, _, err = run_cli(argv)
+    assert code != 1, f"{argv}: {err}"
