@@ -7,19 +7,14 @@ code 1 (an unexpected exception) fails the test with the traceback it printed.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import typer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from servekit.cli.main import app, main
+from tests.cli.helpers import commands, options, run_cli
 from tests.functional.helpers import EXAMPLES
 
 # Commands that serve forever or reach the network: drawn arguments could start them.
@@ -47,27 +42,6 @@ MUTATIONS = [
     ": empty key",
     "\ufeff",
 ]
-
-
-def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    """Every command path of the Typer app (so a new command cannot be left out)."""
-    for info in group.registered_commands:
-        name = info.name or (info.callback.__name__ if info.callback else "")
-        yield (*prefix, name)
-    for sub in group.registered_groups:
-        if sub.typer_instance is not None and sub.name:
-            yield from _commands(sub.typer_instance, (*prefix, sub.name))
-
-
-def commands() -> list[tuple[str, ...]]:
-    return sorted(_commands(app))
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -134,24 +108,16 @@ VALUES = st.one_of(
 )
 
 
-def _options(path: tuple[str, ...]) -> list[str]:
-    """The option names of the command at ``path``, read from the click command Typer built."""
-    command: Any = typer.main.get_command(app)
-    for part in path:
-        command = command.commands[part]
-    return [opt for param in command.params for opt in getattr(param, "opts", [])]
-
-
 @settings(max_examples=120, deadline=None)
 @given(data=st.data())
 def test_drawn_argument_lists_never_exit_1(data: st.DataObject) -> None:
     path = data.draw(
         st.sampled_from([c for c in commands() if c not in LONG_RUNNING]), label="command"
     )
-    options = [o for o in _options(path) if o not in {"--help", "-h"}]
+    names = [o for o in options(path) if o not in {"--help", "-h"}]
     argv = list(path)
     for _ in range(data.draw(st.integers(0, 6), label="count")):
-        token = data.draw(st.one_of(st.sampled_from(options or ["x"]), VALUES), label="token")
+        token = data.draw(st.one_of(st.sampled_from(names or ["x"]), VALUES), label="token")
         argv.append(token)
     code, _, err = run_cli(argv)
     assert code != 1, f"{argv}: {err}"

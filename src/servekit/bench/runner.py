@@ -113,7 +113,7 @@ def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
             f"evidence already exists: {', '.join(existing)}",
             hint="choose another --out, or pass --force to overwrite",
         )
-    config.out.mkdir(exist_ok=True)
+    config.out.mkdir(parents=True, exist_ok=True)  # the CLI refused a missing parent of --out
     factory = PromptFactory(config.seed, config.tokenizer)
     return run(_all_runs(config, factory, tracker), config.loop)
 

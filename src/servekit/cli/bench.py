@@ -16,11 +16,18 @@ from servekit.bench.serveconf import serve_config
 from servekit.bench.summary import SummaryReport, parse_slos, summarize_path
 from servekit.cli.output import print_json, stderr, stdout
 from servekit.cli.replay import compare_command, replay_command
-from servekit.errors import UsageError
+from servekit.errors import BenchError, UsageError
 from servekit.package.evidence import dump_evidence
 from servekit.package.models import Api
 from servekit.progress import track_count
-from servekit.seams import option_names, output_dir, parse_url, validation_problems
+from servekit.seams import (
+    option_names,
+    output_dir,
+    output_file,
+    parse_url,
+    validation_problems,
+    write_text,
+)
 
 app = typer.Typer(
     help="Benchmark an OpenAI-compatible endpoint into raw evidence, and summarize it.",
@@ -194,20 +201,29 @@ def import_vllm_command(
     result: Path = typer.Argument(..., help="vllm bench serve --save-result --save-detailed JSON."),
     out: Path = typer.Option(..., "--out", "-o", help="Evidence file to write (.jsonl)."),
     run: str = typer.Option("vllm-1", help="Run id for the records."),
-    gpus: int = typer.Option(1, help="GPUs behind the endpoint that was measured."),
+    gpus: int = typer.Option(1, min=1, help="GPUs behind the endpoint that was measured."),
     concurrency: int | None = typer.Option(
-        None, help="Concurrency label (default: the result's max_concurrency)."
+        None, min=1, help="Concurrency label (default: the result's max_concurrency)."
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Convert a vLLM bench serve detailed result into servekit's raw evidence, and say
     which fields that format lacks."""
+    output_file(out, force=force, option="--out")
     imported = import_vllm(result, run=run, gpus=gpus, concurrency=concurrency)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dump_evidence(imported.header, imported.records), encoding="utf-8")
-    stderr.print(f"wrote {out}: {len(imported.records)} requests")
+    text = dump_evidence(imported.header, imported.records)
+    write_text(out, text, lambda message: BenchError(message, hint="check --out"))
+    missing = list(imported.header.missing_fields)
+    if as_json:
+        print_json(
+            {"ok": True, "out": str(out), "requests": len(imported.records), "lacks": missing}
+        )
+        return
+    stderr.print(f"wrote {escape(str(out))}: {len(imported.records)} requests")
     stderr.print("[yellow]the vLLM result format lacks:[/]")
-    for missing in imported.header.missing_fields:
-        stderr.print(f"  - {escape(missing)}")
+    for field in missing:
+        stderr.print(f"  - {escape(field)}")
 
 
 app.command("replay")(replay_command)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from servekit.catalog import Catalog, Entry, build_card, export_site
-from servekit.cli.output import stdout
+from servekit.cli.output import fail, print_json, stderr, stdout
 from servekit.cli.package import render_report
 from servekit.config import load_settings
 from servekit.errors import ClaimRuleError, ClaimViolation, UsageError
@@ -45,6 +46,7 @@ def demo(
         Path("out/demo"), "--out", metavar="DIR", help="Where kits and pages go (new or empty)."
     ),
     force: bool = typer.Option(False, "--force", help="Write into a non-empty --out."),
+    as_json: bool = typer.Option(False, "--json", help="Print the kits and pages as JSON."),
 ) -> None:
     """Check every example package, build and verify its signed kit, export the catalog.
 
@@ -53,23 +55,43 @@ def demo(
     """
     dirs = _package_dirs(examples or load_settings().examples_dir)
     with output_dir(out, force=force), tempfile.TemporaryDirectory() as keydir:
-        failed = _demo(dirs, out, write_key_pair(generate(), Path(keydir) / "keys"))
-    if failed:
-        raise ClaimRuleError(failed)
+        done = _demo(dirs, out, write_key_pair(generate(), Path(keydir) / "keys"), as_json)
+    result = {
+        "out": str(out),
+        "public_key": str(out / "kits" / "demo.pub"),
+        "kits": [str(k) for k in done.kits],
+        "catalog": str(done.pages[0]),
+        "packages": len(dirs),
+    }
+    if done.failed:
+        raise fail(ClaimRuleError(done.failed), result, as_json=as_json)
+    if as_json:
+        print_json({"ok": True, **result})
 
 
-def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths) -> list[ClaimViolation]:
+@dataclass(frozen=True)
+class _Done:
+    failed: list[ClaimViolation]
+    kits: list[Path]
+    pages: list[Path]
+
+
+def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Done:
+    """The loop itself; with --json the human output goes to stderr."""
+    console = stderr if as_json else stdout
     private = keys.private
     public = out / "kits" / "demo.pub"
     public.parent.mkdir(exist_ok=True)
     shutil.copyfile(keys.public, public)
     trust, entries = load_trust_store(public), []
     failed: list[ClaimViolation] = []
+    kits: list[Path] = []
     for directory in dirs:
-        stdout.rule(escape(str(directory)))
+        console.rule(escape(str(directory)))
         loaded = load_package(directory)
         report = check(loaded)
-        render_report(report)
+        if not as_json:
+            render_report(report)
         entries.append(Entry(loaded=loaded, card=build_card(loaded, report)))
         if not report.ok:
             failed.extend(report.violations)
@@ -78,11 +100,12 @@ def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths) -> list[ClaimViolatio
         kit = build_kit(directory, private)
         write_kit(kit, kit_path)
         result = verify_kit(kit_path, trust)
-        stdout.print(
+        kits.append(kit_path)
+        console.print(
             f"[green]✓[/] kit {escape(str(kit_path))}: {result.files} files, "
             f"{len(kit.archive):,} bytes, signature and manifest verified"
         )
     pages = export_site(Catalog(entries), out / "catalog")
-    stdout.rule()
-    stdout.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
-    return failed
+    console.rule()
+    console.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
+    return _Done(failed=failed, kits=kits, pages=pages)

@@ -10,7 +10,20 @@ from rich.markup import escape
 
 import servekit.cli.feed as feed_cli
 from servekit import __version__, progress
-from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, serve, sim, verify
+from servekit.cli import (
+    bench,
+    catalog,
+    demo,
+    fit,
+    keys,
+    kit,
+    model,
+    output,
+    package,
+    serve,
+    sim,
+    verify,
+)
 from servekit.cli.output import error_json, json_emitted, print_json, stderr
 from servekit.config import load_settings
 from servekit.errors import Error, UsageError, printable
@@ -103,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
+    output.start()
     try:
         code = app(args=args, prog_name="servekit", standalone_mode=False)
     except typer.TyperException as exc:

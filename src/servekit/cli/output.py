@@ -46,6 +46,11 @@ def print_json(data: Any) -> None:
     _emitted["json"] = True
 
 
+def start() -> None:
+    """Forget an earlier invocation's output (``main`` may run more than once in a process)."""
+    _emitted["json"] = False
+
+
 def json_emitted() -> bool:
     """Whether this process already wrote its JSON document to stdout."""
     return _emitted["json"]
