@@ -37,6 +37,8 @@ Exit codes (documented in ``docs/cli.md``):
 55    replay comparison: a figure is worse than the package's tolerance
 56    replay: the replay directory or its kit cannot be used
 57    reproduction: the signed reproduction does not match
+60    benchmark: more requests failed than --max-error-rate allows
+61    benchmark: interrupted (Ctrl-C, SIGTERM); what completed is kept
 ====  ==========================================================
 """
 
@@ -52,6 +54,7 @@ __all__ = [
     "ClaimRuleError",
     "ClaimViolation",
     "Error",
+    "ErrorRateError",
     "EvidenceError",
     "ExtraFileError",
     "FeedExpiredError",
@@ -74,6 +77,7 @@ __all__ = [
     "ReplayError",
     "ReproductionError",
     "RevokedError",
+    "RunInterruptedError",
     "ServeError",
     "SignatureError",
     "SigningKeyError",
@@ -510,3 +514,20 @@ class ServeError(Error):
     """`servekit serve` cannot start: the state directory or the address is unusable."""
 
     exit_code = 41
+
+
+# --- the user-facing surface (60-69) -------------------------------------------------
+
+
+class ErrorRateError(BenchError):
+    """A benchmark finished, but more of its requests failed than ``--max-error-rate``
+    allows; the evidence is written, and the figures it would give are not trustworthy."""
+
+    exit_code = 60
+
+
+class RunInterruptedError(BenchError):
+    """A benchmark was interrupted (Ctrl-C or SIGTERM); the requests that completed are
+    kept in an evidence file whose header notes it as PARTIAL."""
+
+    exit_code = 61

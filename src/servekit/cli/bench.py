@@ -13,10 +13,10 @@ from servekit.bench.importers import import_vllm
 from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.serveconf import serve_config
-from servekit.bench.summary import SummaryReport, parse_slos, summarize_path
-from servekit.cli.output import print_json, stderr, stdout
+from servekit.bench.summary import SummaryReport, parse_slos, summarize_files, summarize_path
+from servekit.cli.output import fail, print_json, stderr, stdout
 from servekit.cli.replay import compare_command, replay_command
-from servekit.errors import BenchError, UsageError
+from servekit.errors import BenchError, ErrorRateError, UsageError
 from servekit.package.evidence import dump_evidence
 from servekit.package.models import Api
 from servekit.progress import track_count
@@ -60,6 +60,8 @@ _RUN_OPTIONS = option_names(
     prompt_max="--input-tokens MAX",
     concurrencies="--concurrency",
     timeout_s="--timeout",
+    connect_timeout_s="--connect-timeout",
+    first_byte_timeout_s="--first-byte-timeout",
     serve="--serve-config",
 )
 
@@ -117,7 +119,23 @@ def run_command(
         None, help="Poisson arrivals per second (default: closed loop)."
     ),
     out: Path = typer.Option(..., help="Directory for run-1.jsonl, run-2.jsonl, ..."),
-    timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
+    timeout: float = typer.Option(
+        600.0,
+        metavar="SECONDS",
+        help="Total deadline per request: connect, wait and stream (keep-alive comments do "
+        "not extend it).",
+    ),
+    connect_timeout: float = typer.Option(
+        30.0, metavar="SECONDS", help="Deadline to open a connection."
+    ),
+    first_byte_timeout: float | None = typer.Option(
+        None, metavar="SECONDS", help="Deadline for the first response byte (default: --timeout)."
+    ),
+    max_error_rate: float = typer.Option(
+        0.0,
+        metavar="SHARE",
+        help="Exit 60 when a larger share (0-1) of measured requests failed.",
+    ),
     tokenizer: Path | None = typer.Option(
         None, help="tokenizer.json (or its directory) to size prompts; needs `tokenizers`."
     ),
@@ -159,6 +177,9 @@ def run_command(
             request_rate=request_rate,
             out=out,
             timeout_s=timeout,
+            connect_timeout_s=connect_timeout,
+            first_byte_timeout_s=first_byte_timeout,
+            max_error_rate=max_error_rate,
             tokenizer=tokenizer,
             simulator=simulator,
             hardware=hardware,
@@ -171,8 +192,20 @@ def run_command(
     # run files are refused one by one without --force (the directory may hold others)
     with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
-    stderr.print(f"wrote {', '.join(str(f) for f in files)}")
-    _show(summarize_path(out), as_json)
+    stderr.print(f"wrote {escape(', '.join(str(f) for f in files))}")
+    report = summarize_files(files)
+    failed, total = report.failed_share()
+    if total and failed / total > config.max_error_rate:
+        if not as_json:
+            render_summary(report)
+        error = ErrorRateError(
+            f"{failed} of {total} measured requests failed ({failed / total:.1%}), above "
+            f"--max-error-rate {config.max_error_rate:g}",
+            hint="the evidence is written; read the errors with `servekit bench summary "
+            "--json`, fix the server or the options, or raise --max-error-rate",
+        )
+        raise fail(error, {"groups": report.as_json()}, as_json=as_json)
+    _show(report, as_json)
 
 
 def _show(report: SummaryReport, as_json: bool) -> None:
