@@ -189,6 +189,13 @@ def run_command(
         )
     except ValidationError as exc:
         raise UsageError(validation_problems(exc, _RUN_OPTIONS)) from exc
+    too_high = [c for c in config.concurrencies if c > config.requests]
+    if too_high:
+        raise UsageError(
+            f"--concurrency {too_high[0]} is larger than --requests {config.requests}: at most "
+            f"{config.requests} requests can ever be in flight",
+            hint="raise --requests to at least the highest concurrency, or lower --concurrency",
+        )
     # run files are refused one by one without --force (the directory may hold others)
     with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
