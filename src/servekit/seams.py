@@ -186,6 +186,8 @@ def output_file(path: Path, *, force: bool, option: str = "--out") -> Path:
             f"{option} {path}: its directory {path.parent} does not exist",
             hint=f"create {path.parent} first (servekit creates no parent directories)",
         )
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{option} {path} is not a regular file", hint="name a new file")
     if path.exists() and not force:
         raise UsageError(f"{option} {path} exists", hint="pass --force to overwrite it")
     return path

@@ -8,22 +8,23 @@ from collections.abc import Iterator
 from typing import Any
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from servekit.cli.main import app, main
 
 
-def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for info in group.registered_commands:
-        name = info.name or (info.callback.__name__ if info.callback else "")
-        yield (*prefix, name)
-    for sub in group.registered_groups:
-        if sub.typer_instance is not None and sub.name:
-            yield from _commands(sub.typer_instance, (*prefix, sub.name))
+def _commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in group.commands.items():
+        if isinstance(command, TyperGroup):
+            yield from _commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name)
 
 
 def commands() -> list[tuple[str, ...]]:
     """Every command path of the app (so a new command cannot be left out of a test)."""
-    return sorted(_commands(app))
+    return sorted(_commands(typer.main.get_command(app)))
 
 
 def options(path: tuple[str, ...]) -> list[str]:

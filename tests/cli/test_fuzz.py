@@ -7,7 +7,9 @@ code 1 (an unexpected exception) fails the test with the traceback it printed.
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,18 @@ MUTATIONS = [
     ": empty key",
     "\ufeff",
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def in_a_scratch_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Drawn arguments may name "." or a relative path with --force: they land here."""
+    scratch = tmp_path_factory.mktemp("cwd")
+    previous = Path.cwd()
+    os.chdir(scratch)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +109,11 @@ VALUES = st.one_of(
             "a,b",
             "1,,2",
             "-",
-            "/",
-            "/dev/null",
-            "examples/packages/tiny-sim",
-            "examples/packages/tiny-sim/package.yaml",
+            "scratch.json",
+            "out",
+            ".",
+            str(EXAMPLES / "tiny-sim"),
+            str(EXAMPLES / "tiny-sim" / "package.yaml"),
             "H200",
             "\u202e",
             "ttft:abc",
