@@ -15,6 +15,7 @@ from servekit.fit.models import GIB
 from servekit.package import CheckReport, check, load_package
 from servekit.package.models import Provenance
 from servekit.package.rules import RULES
+from servekit.package.rules.report import FigureResult
 from servekit.package.schema import package_json_schema_text
 
 app = typer.Typer(
@@ -27,23 +28,79 @@ def _rate(rate: float | None) -> str:
     return "-" if rate is None else f"{rate * 100:.1f} %"
 
 
+STACK_BELOW = 120
+"""Narrower terminals get one block per figure instead of a table (no cell cut to "…")."""
+
+
+def _workload_text(f: FigureResult) -> str:
+    w = f.workload
+    if not w:
+        return "-"
+    tokens = w["prompt_tokens"]
+    low, high = tokens if isinstance(tokens, list) else (tokens, tokens)
+    prompt = f"{low}" if low == high else f"{low}-{high}"
+    return (
+        f"{w['api']}, prompt {prompt} tok, output {w['output_tokens']} tok, "
+        f"{w['requests']} req + {w['warmup']} warmup"
+    )
+
+
+def _provenance(f: FigureResult) -> str:
+    provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
+    if f.status != "current":
+        provenance += f" [{f.status}]"
+    provenance = escape(provenance)
+    if f.refused_by:
+        provenance = f"[red]REFUSED ({', '.join(f.refused_by)})[/] " + provenance
+    return provenance
+
+
+def _runs_text(f: FigureResult) -> str:
+    if f.provenance is not Provenance.MEASURED:
+        return f.source or "-"
+    runs = ", ".join(f"{run} {value:.{f.decimals + 1}f}" for run, value in f.per_run.items())
+    spread = f.spread_pct
+    return runs + (f" (spread {spread:.1f} %)" if spread is not None else "")
+
+
+def _figure_name(f: FigureResult) -> str:
+    scope = f" {f.scope}" if f.scope else ""
+    return f"{f.metric} {f.statistic}{scope} @ c={f.concurrency}"
+
+
 def render_report(report: CheckReport) -> None:
+    if stdout.width < STACK_BELOW:
+        _render_stacked(report)
+    else:
+        _render_table(report)
+
+
+def _render_stacked(report: CheckReport) -> None:
+    stdout.print(f"[italic]{escape(report.package_id)} {escape(report.version)}: figures[/]")
+    for f in report.figures:
+        load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
+        recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
+        stdout.print(f"[bold]{escape(f.label)}[/]: {escape(f.display)}  {_provenance(f)}")
+        stdout.print(f"  {escape(_figure_name(f))}, recomputed {recomputed}")
+        stdout.print(
+            f"  load {'-' if load is None else f'{load:.2f}'}, errors {_rate(f.error_rate)}"
+        )
+        stdout.print(f"  workload: {escape(_workload_text(f))}")
+        stdout.print(f"  runs: {escape(_runs_text(f))}")
+
+
+def _render_table(report: CheckReport) -> None:
     table = Table(title=f"{report.package_id} {report.version}: figures", title_justify="left")
-    columns = ("figure", "value", "provenance", "recomputed", "load", "errors", "runs / source")
+    columns = ("figure", "metric @ concurrency", "value", "provenance", "recomputed", "load",
+               "errors", "workload", "runs / source")  # fmt: skip
     for column in columns:
         table.add_column(column)
     for f in report.figures:
         recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
-        origin = ", ".join(f.per_run) if f.provenance is Provenance.MEASURED else (f.source or "-")
-        provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
-        if f.status != "current":
-            provenance += f" [{f.status}]"
-        provenance = escape(provenance)
-        if f.refused_by:
-            provenance = f"[red]REFUSED ({', '.join(f.refused_by)})[/] " + provenance
         load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
-        row = [escape(f.label), f.display, provenance, recomputed]
-        row += ["-" if load is None else f"{load:.2f}", _rate(f.error_rate), escape(origin)]
+        row = [escape(f.label), escape(_figure_name(f)), f.display, _provenance(f), recomputed]
+        row += ["-" if load is None else f"{load:.2f}", _rate(f.error_rate)]
+        row += [escape(_workload_text(f)), escape(_runs_text(f))]
         table.add_row(*row)
     stdout.print(table)
     stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")

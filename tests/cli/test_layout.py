@@ -1,0 +1,41 @@
+"""Figures carry their workload, and fit an 80-column terminal without cut cells."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from servekit.cli import output
+from tests.cli.helpers import run_cli
+from tests.functional.helpers import EXAMPLES
+
+
+@pytest.fixture
+def narrow() -> Iterator[None]:
+    wide = output.stdout.width
+    output.stdout.width = 80
+    try:
+        yield
+    finally:
+        output.stdout.width = wide
+
+
+def test_package_check_stacks_at_80_columns(narrow: None) -> None:
+    code, out, err = run_cli(["package", "check", str(EXAMPLES / "tiny-sim")])
+    assert code == 0, err
+    assert all(len(line) <= 80 for line in out.splitlines() if "memory floor" not in line)
+    assert "…" not in out
+    assert "ttft p50 @ c=4" in out and "ttft p50 @ c=1" in out
+    assert "workload: completions, prompt 200-400 tok, output 32 tok" in out
+    assert "runs: run-1 " in out and "run-2 " in out and "spread" in out
+
+
+def test_every_figure_in_json_names_its_workload() -> None:
+    code, out, _ = run_cli(["package", "check", str(EXAMPLES / "tiny-sim"), "--json"])
+    assert code == 0
+    for figure in json.loads(out)["figures"]:
+        assert figure["metric"] and figure["statistic"] and figure["concurrency"] >= 1
+        assert set(figure["workload"]) >= {"api", "prompt_tokens", "output_tokens", "requests"}
+        assert len(figure["per_run"]) == 2 and figure["spread_pct"] is not None
