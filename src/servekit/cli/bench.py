@@ -104,13 +104,19 @@ def render_summary(report: SummaryReport) -> None:
 
 @app.command("run")
 def run_command(
-    endpoint: str = typer.Option(..., help="Base URL, e.g. http://127.0.0.1:8000"),
-    model: str = typer.Option(..., help="Model name the server serves."),
+    endpoint: str = typer.Option(..., metavar="URL", help="Base URL, e.g. http://127.0.0.1:8000"),
+    model: str = typer.Option(..., metavar="NAME", help="Model name the server serves."),
     api: Api = typer.Option(Api.COMPLETIONS, help="completions or chat."),
-    input_tokens: str = typer.Option(..., help="Prompt length range MIN:MAX (server tokens)."),
-    output_tokens: int = typer.Option(..., help="Output tokens per request."),
-    concurrency: str = typer.Option("1", help="Comma-separated concurrencies, e.g. 1,8,64."),
-    requests: int = typer.Option(..., help="Measured requests per concurrency per run."),
+    input_tokens: str = typer.Option(
+        ..., metavar="MIN:MAX", help="Prompt length range MIN:MAX (server tokens)."
+    ),
+    output_tokens: int = typer.Option(..., metavar="N", help="Output tokens per request."),
+    concurrency: str = typer.Option(
+        "1", metavar="C1,C2,...", help="Comma-separated concurrencies, e.g. 1,8,64."
+    ),
+    requests: int = typer.Option(
+        ..., metavar="N", help="Measured requests per concurrency per run."
+    ),
     warmup: int = typer.Option(0, help="Warmup requests per concurrency (own prompts, excluded)."),
     seed: int = typer.Option(0, help="Seed of prompts, lengths and arrivals."),
     runs: int = typer.Option(1, help="Repeat the grid; one evidence file per run."),
@@ -118,7 +124,9 @@ def run_command(
     request_rate: float | None = typer.Option(
         None, help="Poisson arrivals per second (default: closed loop)."
     ),
-    out: Path = typer.Option(..., help="Directory for run-1.jsonl, run-2.jsonl, ..."),
+    out: Path = typer.Option(
+        ..., metavar="DIR", help="Directory for run-1.jsonl, run-2.jsonl, ..."
+    ),
     timeout: float = typer.Option(
         600.0,
         metavar="SECONDS",
@@ -139,7 +147,9 @@ def run_command(
     tokenizer: Path | None = typer.Option(
         None, help="tokenizer.json (or its directory) to size prompts; needs `tokenizers`."
     ),
-    simulator: bool = typer.Option(False, help="Label the results as simulator results."),
+    simulator: bool = typer.Option(
+        False, "--simulator", help="Label the results as simulator results."
+    ),
     hardware: str | None = typer.Option(
         None, help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'."
     ),
@@ -152,7 +162,7 @@ def run_command(
         help="YAML/JSON {argv, env} or a package.yaml: the serve configuration, recorded.",
     ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
-    force: bool = typer.Option(False, help="Overwrite existing run files."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing run files."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Measure each concurrency (warmups, then measured requests) and write the raw

@@ -40,9 +40,10 @@ def load_command(name: str) -> Any:
     module, _, attribute = COMMANDS[name][0].partition(":")
     target = getattr(importlib.import_module(module), attribute)
     if isinstance(target, typer.Typer):
+        target.rich_markup_mode = None  # plain help: wraps, never cuts a word to "…"
         command: Any = typer.main.get_group(target)
     else:
-        single = typer.Typer()
+        single = typer.Typer(rich_markup_mode=None)
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
@@ -119,7 +120,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -46,7 +46,7 @@ def replay_command(
     ),
     timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
-    force: bool = typer.Option(False, help="Overwrite an earlier replay in --out."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an earlier replay in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print the replay's files as JSON."),
 ) -> None:
     """Verify a kit, then re-run every workload of its package exactly as recorded

@@ -40,11 +40,17 @@ def serve_command(
     natural_length: int = typer.Option(
         0, help="Without ignore_eos/min_tokens, stop after this many tokens (0: never early)."
     ),
-    no_usage: bool = typer.Option(False, help="Ignore stream_options: never send usage."),
-    reject_ignore_eos: bool = typer.Option(
-        False, help="Answer 422 to ignore_eos/min_tokens (as transformers serve does)."
+    no_usage: bool = typer.Option(
+        False, "--no-usage", help="Ignore stream_options: never send usage."
     ),
-    no_role_chunk: bool = typer.Option(False, help="Chat: no role-only first chunk."),
+    reject_ignore_eos: bool = typer.Option(
+        False,
+        "--reject-ignore-eos",
+        help="Answer 422 to ignore_eos/min_tokens (as transformers serve does).",
+    ),
+    no_role_chunk: bool = typer.Option(
+        False, "--no-role-chunk", help="Chat: no role-only first chunk."
+    ),
     fault: Fault | None = typer.Option(None, help="Inject this fault into selected requests."),
     fault_every: int = typer.Option(1, help="Fault every Nth request."),
     fault_match: str | None = typer.Option(None, help="Fault only prompts containing this text."),
