@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +41,17 @@ def test_every_figure_in_json_names_its_workload() -> None:
         assert figure["metric"] and figure["statistic"] and figure["concurrency"] >= 1
         assert set(figure["workload"]) >= {"api", "prompt_tokens", "output_tokens", "requests"}
         assert len(figure["per_run"]) == 2 and figure["spread_pct"] is not None
+
+
+def test_package_text_cannot_drive_the_terminal(tmp_path: Path, narrow: None) -> None:
+    package = Path(shutil.copytree(EXAMPLES / "tiny-sim", tmp_path / "pkg"))
+    yaml_file = package / "package.yaml"
+    text = yaml_file.read_text(encoding="utf-8")
+    yaml_file.write_text(
+        text.replace("label: TTFT p50\n", 'label: "TTFT \\u202e05p \\x1b[31m[bold]x"\n', 1),
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(["package", "check", str(package)])
+    assert code in (0, 4), err
+    assert "\u202e" not in out and "\x1b" not in out, out
+    assert "\\u202e" in out and "\\x1b" in out

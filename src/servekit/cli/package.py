@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from servekit.cli.output import fail, print_json, stdout
+from servekit.cli.output import fail, plain, print_json, stdout
 from servekit.errors import ClaimRuleError
 from servekit.fit import PackageFit, package_fit
 from servekit.fit.models import GIB
@@ -49,7 +48,7 @@ def _provenance(f: FigureResult) -> str:
     provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
     if f.status != "current":
         provenance += f" [{f.status}]"
-    provenance = escape(provenance)
+    provenance = plain(provenance)
     if f.refused_by:
         provenance = f"[red]REFUSED ({', '.join(f.refused_by)})[/] " + provenance
     return provenance
@@ -76,17 +75,17 @@ def render_report(report: CheckReport) -> None:
 
 
 def _render_stacked(report: CheckReport) -> None:
-    stdout.print(f"[italic]{escape(report.package_id)} {escape(report.version)}: figures[/]")
+    stdout.print(f"[italic]{plain(report.package_id)} {plain(report.version)}: figures[/]")
     for f in report.figures:
         load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
         recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
-        stdout.print(f"[bold]{escape(f.label)}[/]: {escape(f.display)}  {_provenance(f)}")
-        stdout.print(f"  {escape(_figure_name(f))}, recomputed {recomputed}")
+        stdout.print(f"[bold]{plain(f.label)}[/]: {plain(f.display)}  {_provenance(f)}")
+        stdout.print(f"  {plain(_figure_name(f))}, recomputed {recomputed}")
         stdout.print(
             f"  load {'-' if load is None else f'{load:.2f}'}, errors {_rate(f.error_rate)}"
         )
-        stdout.print(f"  workload: {escape(_workload_text(f))}")
-        stdout.print(f"  runs: {escape(_runs_text(f))}")
+        stdout.print(f"  workload: {plain(_workload_text(f))}")
+        stdout.print(f"  runs: {plain(_runs_text(f))}")
 
 
 def _render_table(report: CheckReport) -> None:
@@ -98,9 +97,9 @@ def _render_table(report: CheckReport) -> None:
     for f in report.figures:
         recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
         load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
-        row = [escape(f.label), escape(_figure_name(f)), f.display, _provenance(f), recomputed]
+        row = [plain(f.label), plain(_figure_name(f)), f.display, _provenance(f), recomputed]
         row += ["-" if load is None else f"{load:.2f}", _rate(f.error_rate)]
-        row += [escape(_workload_text(f)), escape(_runs_text(f))]
+        row += [plain(_workload_text(f)), plain(_runs_text(f))]
         table.add_row(*row)
     stdout.print(table)
     stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")
@@ -112,9 +111,9 @@ def _render_table(report: CheckReport) -> None:
     )
     for v in report.violations:
         stdout.print(
-            f"[red]✗ {v.rule} {RULES[v.rule].name}[/] {escape(v.field)}: {escape(v.message)}"
+            f"[red]✗ {v.rule} {RULES[v.rule].name}[/] {plain(v.field)}: {plain(v.message)}"
         )
-        stdout.print(f"    fix: {escape(v.fix)}")
+        stdout.print(f"    fix: {plain(v.fix)}")
     if report.ok:
         stdout.print("[green]✓ every claim is carried by the evidence[/]")
 
@@ -137,7 +136,7 @@ def render_fit(fit: PackageFit | None) -> None:
         f"margin {r.margin_bytes / GIB:+.2f} GiB"
     )
     if fit.contradiction:
-        stdout.print(f"[red]✗ floor contradicted:[/] {escape(fit.contradiction)}")
+        stdout.print(f"[red]✗ floor contradicted:[/] {plain(fit.contradiction)}")
 
 
 def _render_cannot_verify(report: CheckReport) -> None:
@@ -148,10 +147,10 @@ def _render_cannot_verify(report: CheckReport) -> None:
         grouped.setdefault(missing, []).append(run_id)
     for missing, run_ids in grouped.items():
         stdout.print(
-            f"[yellow]cannot verify in {escape(', '.join(run_ids))} (not in the evidence):[/]"
+            f"[yellow]cannot verify in {plain(', '.join(run_ids))} (not in the evidence):[/]"
         )
         for item in missing:
-            stdout.print(f"  - {escape(item)}")
+            stdout.print(f"  - {plain(item)}")
 
 
 @app.command("check")
@@ -197,4 +196,4 @@ def rules_command(
         print_json([{k: getattr(r, k) for k in keys} for r in rules])
         return
     for r in rules:
-        stdout.print(f"[bold]{r.id}[/] {r.name} ({r.family}): {escape(r.statement)}")
+        stdout.print(f"[bold]{r.id}[/] {r.name} ({r.family}): {plain(r.statement)}")
