@@ -55,3 +55,10 @@ def test_package_text_cannot_drive_the_terminal(tmp_path: Path, narrow: None) ->
     assert code in (0, 4), err
     assert "\u202e" not in out and "\x1b" not in out, out
     assert "\\u202e" in out and "\\x1b" in out
+
+
+def test_bench_summary_stacks_at_80_columns(narrow: None) -> None:
+    code, out, err = run_cli(["bench", "summary", str(EXAMPLES / "tiny-sim" / "evidence")])
+    assert code == 0, err
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    assert "run-2 @ c=4" in out and "TTFT p50/p99" in out and "…" not in out

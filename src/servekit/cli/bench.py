@@ -14,7 +14,8 @@ from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.serveconf import serve_config
 from servekit.bench.summary import SummaryReport, parse_slos, summarize_files, summarize_path
-from servekit.cli.output import fail, print_json, stderr, stdout
+from servekit.cli.output import fail, plain, print_json, stderr, stdout
+from servekit.cli.package import STACK_BELOW
 from servekit.cli.replay import compare_command, replay_command
 from servekit.errors import BenchError, ErrorRateError, UsageError
 from servekit.package.evidence import dump_evidence
@@ -74,9 +75,34 @@ def _fmt(value: object, digits: int = 1) -> str:
     )
 
 
+def _render_stacked(report: SummaryReport, title: str) -> None:
+    """One block per (run, concurrency): for terminals too narrow for the table."""
+    stdout.print(f"[italic]{title}[/]")
+    for g in report.groups:
+        m = g.metrics()
+        stdout.print(f"[bold]{plain(g.run)} @ c={g.concurrency}[/]: {_fmt(m['completed'])} ok, "
+                     f"{_fmt(m['failed'])} failed, {_fmt(m['duration'], 2)} s")  # fmt: skip
+        stdout.print(
+            f"  req/s {_fmt(m['request_throughput'], 2)}, out tok/s "
+            f"{_fmt(m['output_throughput'])}, per GPU {_fmt(m['output_throughput_per_gpu'])}"
+        )
+        stdout.print(
+            f"  TTFT p50/p99 {_fmt(m['median_ttft_ms'], 2)}/{_fmt(m['p99_ttft_ms'], 2)} ms, "
+            f"TPOT p50 {_fmt(m['median_tpot_ms'], 2)}, ITL p50 {_fmt(m['median_itl_ms'], 2)}"
+        )
+        stdout.print(
+            f"  E2EL p50/p99 {_fmt(m['median_e2el_ms'], 2)}/{_fmt(m['p99_e2el_ms'], 2)} ms"
+            + (f"; flags: {plain(', '.join(g.flags))}" if g.flags else "")
+        )
+
+
 def render_summary(report: SummaryReport) -> None:
     simulator = any(g.simulator for g in report.groups)
     title = "benchmark summary" + (" — SIMULATOR results, not a real engine" if simulator else "")
+    if stdout.width < STACK_BELOW:
+        _render_stacked(report, title)
+        _render_agreements(report, short=True)
+        return
     table = Table(title=title, title_justify="left")
     columns: tuple[str, ...] = ("run", "conc", "ok", "fail", "dur s", "req/s", "out tok/s", "/GPU")
     columns += ("TTFT p50", "TTFT p99", "TPOT p50", "ITL p50", "E2EL p50", "E2EL p99", "flags")
@@ -92,12 +118,17 @@ def render_summary(report: SummaryReport) -> None:
         row.append(escape(", ".join(g.flags)))
         table.add_row(*row)
     stdout.print(table)
+    _render_agreements(report)
+
+
+def _render_agreements(report: SummaryReport, *, short: bool = False) -> None:
     stdout.print("times in ms; percentiles: numpy linear (as vLLM bench serve)")
     for a in report.agreements:
         worst = max(a.max_difference_pct.items(), key=lambda kv: kv[1], default=("-", 0.0))
         verdict = "[green]agree[/]" if a.agree else "[red]DISAGREE[/]"
         stdout.print(
-            f"concurrency {a.concurrency}: runs {', '.join(a.runs)} {verdict} within "
+            (f"c={a.concurrency}: " if short else f"concurrency {a.concurrency}: runs ")
+            + f"{', '.join(a.runs)} {verdict} within "
             f"{a.tolerance_pct:g} % (largest: {worst[0]} {worst[1]:.2f} %)"
         )
 
