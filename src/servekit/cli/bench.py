@@ -238,6 +238,7 @@ def run_command(
             hint="raise --requests to at least the highest concurrency, or lower --concurrency",
         )
     # run files are refused one by one without --force (the directory may hold others)
+    stderr.print(f"probing {plain(endpoint)}: version, fixed-length support, prompt calibration")
     with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
     stderr.print(f"wrote {escape(', '.join(str(f) for f in files))}")
