@@ -79,3 +79,28 @@ def test_a_concurrency_no_request_can_reach_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "at most 4 requests can ever be in flight" in done.stderr
     assert not (tmp_path / "c").exists()
+
+
+def test_resume_keeps_whole_runs_and_measures_the_partial_one(tmp_path: Path) -> None:
+    sim, url = start_simulator("1", "1")
+    out = tmp_path / "run"
+    try:
+        assert _run(url, out, "--runs", "2").returncode == 0
+        run1 = (out / "run-1.jsonl").read_bytes()
+        lines = (out / "run-2.jsonl").read_text().splitlines()
+        header = json.loads(lines[0])
+        header["notes"].append("PARTIAL: interrupted after 1 of 4 measured requests")
+        (out / "run-2.jsonl").write_text("\n".join([json.dumps(header), lines[1]]) + "\n")
+        refused = _run(url, out, "--runs", "2")
+        resumed = _run(url, out, "--runs", "2", "--resume")
+    finally:
+        sim.terminate()
+        sim.wait(10)
+    assert refused.returncode == 7 and "--force" in refused.stderr
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "run-1.jsonl").read_bytes() == run1
+    again = (out / "run-2.jsonl").read_text().splitlines()
+    assert len(again) == 5 and not any(
+        n.startswith("PARTIAL") for n in json.loads(again[0])["notes"]
+    )
+    assert {g["run"] for g in json.loads(resumed.stdout)} == {"run-1", "run-2"}

@@ -46,9 +46,13 @@ from servekit.package.evidence import (
     ServeConfig,
     WorkloadSpec,
     dump_evidence,
+    load_evidence,
 )
 from servekit.package.models import Api
 from servekit.progress import Tracker
+
+PARTIAL = "PARTIAL"
+"""The first word of the header note of a run that was interrupted."""
 
 
 class RunConfig(BaseModel):
@@ -80,6 +84,7 @@ class RunConfig(BaseModel):
     serve: ServeConfig | None = None
     loop: LoopKind = LoopKind.AUTO
     force: bool = False
+    resume: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> RunConfig:
@@ -120,7 +125,7 @@ def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
     """
     targets = [config.run_file(n) for n in range(1, config.runs + 1)]
     existing = [str(p) for p in targets if p.exists()]
-    if existing and not config.force:
+    if existing and not (config.force or config.resume):
         raise BenchError(
             f"evidence already exists: {', '.join(existing)}",
             hint="choose another --out, or pass --force to overwrite",
@@ -135,8 +140,8 @@ def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
             kept = ", ".join(str(p) for p in written) or "no file (no request had completed)"
             raise RunInterruptedError(
                 f"interrupted; kept {kept}",
-                hint="the interrupted run's header says PARTIAL; run again with --force "
-                "to measure the whole grid",
+                hint="the interrupted run's header says PARTIAL; run the same command with "
+                "--resume to keep the whole runs and measure the rest",
             ) from exc
     return written
 
@@ -158,6 +163,14 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _complete(path: Path) -> bool:
+    """Whether ``path`` holds a whole run (``--resume`` keeps it; a PARTIAL one is re-run)."""
+    if not path.is_file():
+        return False
+    header = load_evidence(path).header
+    return not any(note.startswith(PARTIAL) for note in header.notes)
+
+
 def _client(config: RunConfig) -> BenchClient:
     """A client whose every request ends by --timeout, whatever the server streams."""
     limits = Deadlines(total_s=config.timeout_s, first_byte_s=config.first_byte_timeout_s)
@@ -175,6 +188,9 @@ async def _all_runs(
 ) -> None:
     info: EndpointInfo | None = None
     for number in range(1, config.runs + 1):
+        if config.resume and _complete(config.run_file(number)):
+            written.append(config.run_file(number))  # kept from the interrupted invocation
+            continue
         async with _client(config) as client:
             if info is None:
                 info = await probe_endpoint(client, config.model, factory)
@@ -215,7 +231,7 @@ async def _one_run(
         if done:
             measured = sum(not t.spec.warmup for t in done)
             note = (
-                f"PARTIAL: interrupted after {measured} of "
+                f"{PARTIAL}: interrupted after {measured} of "
                 f"{len(config.concurrencies) * config.requests} measured requests; only "
                 "requests that completed are recorded"
             )

@@ -194,6 +194,11 @@ def run_command(
     ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing run files."),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue an interrupted run: keep its whole run files, measure the rest.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Measure each concurrency (warmups, then measured requests) and write the raw
@@ -227,6 +232,7 @@ def run_command(
             serve=serve,
             loop=loop,
             force=force,
+            resume=resume,
         )
     except ValidationError as exc:
         raise UsageError(validation_problems(exc, _RUN_OPTIONS)) from exc
