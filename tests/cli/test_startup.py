@@ -16,7 +16,7 @@ import typer.main
 from servekit.cli.main import COMMANDS, app, load_command
 from tests.functional.helpers import ROOT
 
-HEAVY = ("numpy", "httpx", "pydantic", "yaml", "servekit.package", "servekit.bench")
+HEAVY = ("numpy", "httpx", "pydantic", "yaml", "servekit.package", "servekit.bench", "servekit.fit")
 
 PROBE = """
 import contextlib, io, sys
@@ -55,3 +55,8 @@ def test_each_summary_is_the_commands_own_help(name: str) -> None:
 def test_every_registered_command_is_listed() -> None:
     root: Any = typer.main.get_command(app)
     assert list(root.list_commands(None)) == list(COMMANDS)
+
+
+def test_package_check_fails_on_its_arguments_without_the_library() -> None:
+    loaded = _imported(["package", "check"])
+    assert not {m for m in loaded if m.startswith(("numpy", "httpx", "servekit.package"))}

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from servekit.cli.output import fail, plain, print_json, stdout
 from servekit.errors import ClaimRuleError
-from servekit.fit import PackageFit, package_fit
-from servekit.fit.models import GIB
-from servekit.package import CheckReport, check, load_package
-from servekit.package.models import Provenance
-from servekit.package.rules import RULES
-from servekit.package.rules.report import FigureResult
-from servekit.package.schema import package_json_schema_text
+
+if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
+    from servekit.fit import PackageFit
+    from servekit.package import CheckReport
+    from servekit.package.rules.report import FigureResult
 
 app = typer.Typer(
     help="Work with a package definition: check its claims, print its schema.",
@@ -55,7 +54,7 @@ def _provenance(f: FigureResult) -> str:
 
 
 def _runs_text(f: FigureResult) -> str:
-    if f.provenance is not Provenance.MEASURED:
+    if f.provenance.value != "measured":
         return f.source or "-"
     runs = ", ".join(f"{run} {value:.{f.decimals + 1}f}" for run, value in f.per_run.items())
     spread = f.spread_pct
@@ -104,7 +103,9 @@ def _render_table(report: CheckReport) -> None:
     stdout.print(table)
     stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")
     _render_cannot_verify(report)
-    measured = sum(1 for f in report.figures if f.provenance is Provenance.MEASURED)
+    from servekit.package.rules import RULES
+
+    measured = sum(1 for f in report.figures if f.provenance.value == "measured")
     stdout.print(
         f"{measured} measured (recomputed from raw records), "
         f"{len(report.figures) - measured} reported (shown as reported, never as measured)"
@@ -120,6 +121,8 @@ def _render_table(report: CheckReport) -> None:
 
 def render_fit(fit: PackageFit | None) -> None:
     """The predicted floor for the package's own target, beside its measured one."""
+    from servekit.fit.models import GIB
+
     if fit is None:
         stdout.print(
             "memory floor: no prediction (the package carries no model/config.json; "
@@ -166,6 +169,9 @@ def check_command(
     memory floor beside the measured one, flagging a floor the prediction contradicts
     (docs/fit.md).
     """
+    from servekit.fit import package_fit
+    from servekit.package import check, load_package
+
     loaded = load_package(directory)
     report = check(loaded)
     fit = package_fit(loaded)
@@ -182,6 +188,8 @@ def check_command(
 @app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of package.yaml (the same as schema/package.schema.json)."""
+    from servekit.package.schema import package_json_schema_text
+
     typer.echo(package_json_schema_text(), nl=False)
 
 
@@ -190,6 +198,8 @@ def rules_command(
     as_json: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
     """List every claim rule with its id and what it requires."""
+    from servekit.package.rules import RULES
+
     rules = sorted(RULES.values(), key=lambda r: r.id)
     if as_json:
         keys = ("id", "name", "family", "statement", "seed_refusal")
