@@ -183,9 +183,9 @@ def _usage(exc: typer.TyperException, *, as_json: bool, emitted: bool) -> int:
     lines += [f"error: {printable(message)}", f"hint: {command} --help lists every option"]
     sys.stderr.write("\n".join(lines) + "\n")
     if as_json and not emitted:
-        error = UsageError(message)
+        hint = f"{command} --help lists every option"
         data = {"ok": False, "error": "UsageError", "exit_code": code, "message": message}
-        sys.stdout.write(json.dumps({**data, "hint": error.hint}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({**data, "hint": hint}, indent=2) + "\n")
     return code
 
 
