@@ -60,3 +60,15 @@ def test_catalog_export_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     code, _, err = run_cli(["catalog", "export", str(EXAMPLES), "--out", str(tmp_path)])
     assert code == 2 and "not empty" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
+
+
+def test_a_refused_kit_unpack_leaves_no_directory(tmp_path: Path) -> None:
+    kit = EXAMPLES.parent.parent / "tests" / "assets" / "kit_untrusted_key.tar.gz"
+    trust = EXAMPLES.parent.parent / "tests" / "assets" / "keys" / "publisher.pub"
+    target = tmp_path / "unpacked"
+    code, _, err = run_cli(["kit", "unpack", str(kit), str(target), "--trust", str(trust)])
+    assert code == 13, err
+    assert not target.exists()
+    code, _, err = run_cli(["kit", "unpack", str(kit), str(tmp_path / "a" / "b"), "--trust",
+                            str(trust)])  # fmt: skip
+    assert code == 2 and not (tmp_path / "a").exists()

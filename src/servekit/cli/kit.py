@@ -12,7 +12,7 @@ from servekit.cli.output import print_json, stdout
 from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
 from servekit.kit.build import build_kit, write_kit
 from servekit.receipts.keys import load_trust_store
-from servekit.seams import output_file
+from servekit.seams import output_dir, output_file
 from servekit.verify.expect import Expectation
 from servekit.verify.kit import unpack_kit
 
@@ -70,10 +70,12 @@ def unpack_command(
 
     Use this instead of `tar -x`: tar writes what the archive says, this writes what was
     verified (0644, 0755 for deploy/launch.sh). Nothing is written unless the kit verifies;
-    the exit codes are those of `servekit verify kit`. DIR must be new or empty.
+    the exit codes are those of `servekit verify kit`. DIR must be new or empty, and its
+    parent must exist (exit 2).
     """
     wanted = Expectation.parse(expect) if expect is not None else None
-    result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
+    with output_dir(directory, force=False, option="DIR"):  # no parent made, none left empty
+        result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
     if as_json:
         print_json({**result.as_dict(), "unpacked_to": str(directory)})
         return
