@@ -25,6 +25,7 @@ from servekit.replay import (
 )
 from servekit.replay.models import FigureComparison
 from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
+from servekit.seams import output_dir
 
 _STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
 
@@ -64,10 +65,11 @@ def replay_command(
         loop=loop,
         force=force,
     )
-    plan = prepare_replay(options)
-    stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
-    with track_count("replay requests", plan.total_requests) as tracker:
-        header = run_replay(plan, tracker)
+    with output_dir(out, force=True):  # an earlier replay is refused by run_replay itself
+        plan = prepare_replay(options)
+        stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
+        with track_count("replay requests", plan.total_requests) as tracker:
+            header = run_replay(plan, tracker)
     for w in header.workloads:
         stderr.print(f"replayed {w.id}: {', '.join(f.file for f in w.files)}")
     for skipped in header.skipped:
