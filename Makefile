@@ -16,7 +16,7 @@ run: $(STAMP)
 	$(BIN)/servekit serve
 
 demo: $(STAMP)
-	$(BIN)/servekit demo
+	$(BIN)/servekit demo --force
 
 test: $(STAMP) lint typecheck pytest
 

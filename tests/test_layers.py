@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "servekit"
-SHARED = {"errors", "config", "progress", "__init__"}
+SHARED = {"errors", "config", "progress", "seams", "__init__"}
 FRONT_ENDS = {"cli", "web", "store"}
 
 # area -> servekit areas it must not import

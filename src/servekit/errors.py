@@ -49,6 +49,8 @@ Exit codes (documented in ``docs/errors.md``):
 55    replay comparison: a figure is worse than the package's tolerance
 56    replay: the replay directory or its kit cannot be used
 57    reproduction: the signed reproduction does not match
+60    benchmark: more requests failed than --max-error-rate allows
+61    benchmark: interrupted (Ctrl-C, SIGTERM); what completed is kept
 ====  ==========================================================
 """
 
@@ -68,6 +70,7 @@ __all__ = [
     "ClaimViolation",
     "DownloadError",
     "Error",
+    "ErrorRateError",
     "EvidenceError",
     "ExtraFileError",
     "FeedExpiredError",
@@ -95,6 +98,7 @@ __all__ = [
     "ReplayError",
     "ReproductionError",
     "RevokedError",
+    "RunInterruptedError",
     "ServeError",
     "SignatureError",
     "SigningKeyError",
@@ -616,3 +620,20 @@ class DownloadError(StoreError):
     """The download client could not fetch or write the kit."""
 
     exit_code = 39
+
+
+# --- the user-facing surface (60-69) -------------------------------------------------
+
+
+class ErrorRateError(BenchError):
+    """A benchmark finished, but more of its requests failed than ``--max-error-rate``
+    allows; the evidence is written, and the figures it would give are not trustworthy."""
+
+    exit_code = 60
+
+
+class RunInterruptedError(BenchError):
+    """A benchmark was interrupted (Ctrl-C or SIGTERM); the requests that completed are
+    kept in an evidence file whose header notes it as PARTIAL."""
+
+    exit_code = 61

@@ -23,7 +23,7 @@ FAULTY = "r1-c2-m0002"  # the third measured request of the run
         (Fault.MIDSTREAM_ERROR, 200, "server error mid-stream: simulated engine failure"),
         (Fault.MALFORMED, 200, "malformed event line"),
         (Fault.DISCONNECT, 200, "connection failed (RemoteProtocolError)"),
-        (Fault.STALL, 200, "timeout (ReadTimeout)"),
+        (Fault.STALL, 200, "timeout (Deadline)"),  # --timeout is the whole request
         (Fault.WRONG_USAGE, 200, "wrong usage: 4 completion tokens reported but 8"),
     ],
 )

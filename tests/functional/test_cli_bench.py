@@ -106,13 +106,16 @@ def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
     assert slo.returncode == 2
 
 
+VLLM_RESULT = {
+    "date": "20261130-120000", "backend": "openai", "model_id": "m", "max_concurrency": 1,
+    "duration": 1.0, "input_lens": [10], "output_lens": [3], "ttfts": [0.1],
+    "itls": [[0.01, 0.01]], "errors": [""], "generated_texts": ["abc"],
+}  # fmt: skip
+"""A one-request `vllm bench serve --save-result --save-detailed` file."""
+
+
 def test_import_vllm_cli_lists_missing_fields(tmp_path: Path) -> None:
-    result = {
-        "date": "20261130-120000", "backend": "openai", "model_id": "m", "max_concurrency": 1,
-        "duration": 1.0, "input_lens": [10], "output_lens": [3], "ttfts": [0.1],
-        "itls": [[0.01, 0.01]], "errors": [""], "generated_texts": ["abc"],
-    }  # fmt: skip
-    (tmp_path / "r.json").write_text(json.dumps(result))
+    (tmp_path / "r.json").write_text(json.dumps(VLLM_RESULT))
     out = tmp_path / "v.jsonl"
     done = servekit("bench", "import", "vllm", str(tmp_path / "r.json"), "-o", str(out))
     assert done.returncode == 0, done.stderr

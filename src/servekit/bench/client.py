@@ -19,7 +19,7 @@ import httpx
 
 from servekit import __version__
 from servekit.bench.sse import StreamState
-from servekit.bench.transport import StreamPool
+from servekit.bench.transport import Deadlines, StreamPool
 from servekit.package.models import Api
 
 # Every streaming request carries these. FastAPI servers (vLLM, `transformers serve`)
@@ -100,22 +100,38 @@ class BenchClient:
     """
 
     def __init__(
-        self, endpoint: str, api: Api, *, timeout_s: float, streams: StreamPool | None = None
+        self,
+        endpoint: str,
+        api: Api,
+        *,
+        timeout_s: float,
+        connect_timeout_s: float = 30.0,
+        limits: Deadlines | None = None,
+        streams: StreamPool | None = None,
     ) -> None:
         """``streams`` replaces the default pool (a test's, or one with TLS settings)."""
         self.api = api
         self.path = api_path(api)
-        self.streams = streams or StreamPool(endpoint, stream_headers(), timeout_s=timeout_s)
+        self.streams = streams or StreamPool(
+            endpoint,
+            stream_headers(),
+            timeout_s=timeout_s,
+            connect_timeout_s=connect_timeout_s,
+            limits=limits,
+        )
+        timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
         self.http = httpx.AsyncClient(
             base_url=endpoint.rstrip("/"),
             headers={"User-Agent": _HEADERS["User-Agent"]},
-            timeout=httpx.Timeout(connect=30.0, read=timeout_s, write=timeout_s, pool=timeout_s),
+            timeout=timeout,
         )
         self.sent = 0  # requests begun since the last reset: each trace's send order
+        self.completed: list[Trace] = []  # traces since the last reset, as they complete
 
     def reset_count(self) -> None:
         """Start counting sends afresh (after the probes, before a run's first request)."""
         self.sent = 0
+        self.completed = []
 
     async def __aenter__(self) -> BenchClient:
         return self
@@ -144,6 +160,7 @@ class BenchClient:
             trace.error = f"HTTP {exchange.status}: {text[:_ERROR_BODY_CHARS]}"
         else:
             trace.error = stream_problem(trace.state)
+        self.completed.append(trace)
         return trace
 
 

@@ -13,13 +13,16 @@ Steps of one invocation:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import gc
 import random
+import signal
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,16 +38,21 @@ from servekit.bench.client import (
 from servekit.bench.loop import LoopKind, resolve, run
 from servekit.bench.probe import EndpointInfo, probe_endpoint
 from servekit.bench.prompts import PromptFactory, count_completion
-from servekit.errors import BenchError
+from servekit.bench.transport import Deadlines
+from servekit.errors import BenchError, RunInterruptedError
 from servekit.package.evidence import (
     RequestRecord,
     RunHeader,
     ServeConfig,
     WorkloadSpec,
     dump_evidence,
+    load_evidence,
 )
 from servekit.package.models import Api
 from servekit.progress import Tracker
+
+PARTIAL = "PARTIAL"
+"""The first word of the header note of a run that was interrupted."""
 
 
 class RunConfig(BaseModel):
@@ -66,13 +74,17 @@ class RunConfig(BaseModel):
     gpus: int = Field(default=1, ge=1)
     request_rate: float | None = Field(default=None, gt=0)
     out: Path
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0, description="Total deadline per request.")
+    connect_timeout_s: float = Field(default=30.0, gt=0)
+    first_byte_timeout_s: float | None = Field(default=None, gt=0)
+    max_error_rate: float = Field(default=0.0, ge=0, le=1)
     tokenizer: Path | None = None
     simulator: bool = False
     hardware: str | None = Field(default=None, description="e.g. '1x H200', for the header.")
     serve: ServeConfig | None = None
     loop: LoopKind = LoopKind.AUTO
     force: bool = False
+    resume: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> RunConfig:
@@ -105,31 +117,87 @@ class RunConfig(BaseModel):
 
 
 def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
-    """Run the whole grid ``config.runs`` times; returns the evidence files written."""
+    """Run the whole grid ``config.runs`` times; returns the evidence files written.
+
+    Interrupted (Ctrl-C, or SIGTERM), the run in progress is written with the requests
+    that completed and a PARTIAL note in its header, and :class:`RunInterruptedError`
+    names every file kept.
+    """
     targets = [config.run_file(n) for n in range(1, config.runs + 1)]
     existing = [str(p) for p in targets if p.exists()]
-    if existing and not config.force:
+    if existing and not (config.force or config.resume):
         raise BenchError(
             f"evidence already exists: {', '.join(existing)}",
             hint="choose another --out, or pass --force to overwrite",
         )
-    config.out.mkdir(parents=True, exist_ok=True)
+    config.out.mkdir(parents=True, exist_ok=True)  # the CLI refused a missing parent of --out
     factory = PromptFactory(config.seed, config.tokenizer)
-    return run(_all_runs(config, factory, tracker), config.loop)
+    written: list[Path] = []
+    with _sigterm_interrupts():
+        try:
+            run(_all_runs(config, factory, tracker, written), config.loop)
+        except KeyboardInterrupt as exc:
+            kept = ", ".join(str(p) for p in written) or "no file (no request had completed)"
+            raise RunInterruptedError(
+                f"interrupted; kept {kept}",
+                hint="the interrupted run's header says PARTIAL; run the same command with "
+                "--resume to keep the whole runs and measure the rest",
+            ) from exc
+    return written
 
 
-async def _all_runs(config: RunConfig, factory: PromptFactory, tracker: Tracker) -> list[Path]:
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM ends a run as Ctrl-C does (what was measured is kept), on the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _complete(path: Path) -> bool:
+    """Whether ``path`` holds a whole run (``--resume`` keeps it; a PARTIAL one is re-run)."""
+    if not path.is_file():
+        return False
+    header = load_evidence(path).header
+    return not any(note.startswith(PARTIAL) for note in header.notes)
+
+
+def _client(config: RunConfig) -> BenchClient:
+    """A client whose every request ends by --timeout, whatever the server streams."""
+    limits = Deadlines(total_s=config.timeout_s, first_byte_s=config.first_byte_timeout_s)
+    return BenchClient(
+        config.endpoint,
+        config.api,
+        timeout_s=config.timeout_s,
+        connect_timeout_s=config.connect_timeout_s,
+        limits=limits,
+    )
+
+
+async def _all_runs(
+    config: RunConfig, factory: PromptFactory, tracker: Tracker, written: list[Path]
+) -> None:
     info: EndpointInfo | None = None
-    written = []
     for number in range(1, config.runs + 1):
-        async with BenchClient(config.endpoint, config.api, timeout_s=config.timeout_s) as client:
+        if config.resume and _complete(config.run_file(number)):
+            written.append(config.run_file(number))  # kept from the interrupted invocation
+            continue
+        async with _client(config) as client:
             if info is None:
                 info = await probe_endpoint(client, config.model, factory)
-            text = await _one_run(config, number, client, factory, info, tracker)
+            text = await _one_run(config, number, client, factory, info, tracker, written)
         path = config.run_file(number)
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    return written
 
 
 async def _one_run(
@@ -139,19 +207,39 @@ async def _one_run(
     factory: PromptFactory,
     info: EndpointInfo,
     tracker: Tracker,
+    written: list[Path],
 ) -> str:
     run_id = f"run-{number}"
     client.reset_count()
     t0, started = time.perf_counter(), dt.datetime.now(dt.UTC)
     traces: list[Trace] = []
-    for concurrency in config.concurrencies:
-        specs = build_specs(config, factory, info, number, concurrency)
-        traces += await _measure_group(config, client, specs, concurrency, t0, tracker)
-    ended = started + dt.timedelta(seconds=time.perf_counter() - t0)
-    records = [to_record(t, run_id, factory) for t in traces]
-    header = _header(config, run_id, info, factory, records, (started, ended))
-    header = header.model_copy(update={"requests_sent": client.sent})
-    return dump_evidence(header, records)
+
+    def evidence(done: Sequence[Trace], partial: str | None = None) -> str:
+        ended = started + dt.timedelta(seconds=time.perf_counter() - t0)
+        records = [to_record(t, run_id, factory) for t in done]
+        header = _header(config, run_id, info, factory, records, (started, ended))
+        notes = header.notes if partial is None else (*header.notes, partial)
+        header = header.model_copy(update={"requests_sent": client.sent, "notes": notes})
+        return dump_evidence(header, records)
+
+    try:
+        for concurrency in config.concurrencies:
+            specs = build_specs(config, factory, info, number, concurrency)
+            traces += await _measure_group(config, client, specs, concurrency, t0, tracker)
+    except asyncio.CancelledError:
+        done = list(client.completed)
+        if done:
+            measured = sum(not t.spec.warmup for t in done)
+            note = (
+                f"{PARTIAL}: interrupted after {measured} of "
+                f"{len(config.concurrencies) * config.requests} measured requests; only "
+                "requests that completed are recorded"
+            )
+            path = config.run_file(number)
+            path.write_text(evidence(done, note), encoding="utf-8")
+            written.append(path)
+        raise
+    return evidence(traces)
 
 
 # --- requests ---------------------------------------------------------------------------

@@ -16,10 +16,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from servekit.errors import UsageError
 from servekit.package.evidence import ServeConfig
+from servekit.seams import parse_yaml, read_text
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -41,10 +40,13 @@ def from_command(command: str) -> ServeConfig:
 
 def from_file(path: Path) -> ServeConfig:
     """Read ``{argv, env}`` or a package.yaml's serve section from a YAML/JSON file."""
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"cannot read --serve-config {path}: {exc}") from exc
+
+    def unreadable(message: str, line: int | None = None, hint: str = "") -> UsageError:
+        where = f":{line}" if line is not None else ""
+        return UsageError(f"cannot read --serve-config {path}{where}: {message}", hint=hint or None)
+
+    data: Any
+    data, _ = parse_yaml(read_text(path, unreadable), unreadable)
     if isinstance(data, dict) and isinstance(data.get("serve"), dict):
         data = _package_argv(data)
     argv, env = (data.get("argv"), data.get("env") or {}) if isinstance(data, dict) else (None, {})

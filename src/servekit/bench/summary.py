@@ -117,6 +117,11 @@ class SummaryReport:
     def agreement(self, concurrency: int) -> Agreement | None:
         return next((a for a in self.agreements if a.concurrency == concurrency), None)
 
+    def failed_share(self) -> tuple[int, int]:
+        """(failed, all) measured requests over every group."""
+        failed = sum(g.summary.failed for g in self.groups)
+        return failed, failed + sum(g.summary.completed for g in self.groups)
+
     def as_json(self) -> list[dict[str, object]]:
         """One object per (run, concurrency)."""
         out = []
@@ -231,8 +236,16 @@ def summarize_path(
     path: Path, *, tolerance_pct: float = 2.0, slos: Mapping[str, float] | None = None
 ) -> SummaryReport:
     """Summarize every evidence file at ``path`` (a file or a directory)."""
+    return summarize_files(evidence_files(path), tolerance_pct=tolerance_pct, slos=slos)
+
+
+def summarize_files(
+    files: Sequence[Path], *, tolerance_pct: float = 2.0, slos: Mapping[str, float] | None = None
+) -> SummaryReport:
+    """Summarize exactly ``files`` (``bench run`` passes the files it wrote, never others
+    that happen to lie in ``--out``)."""
     groups: list[GroupReport] = []
-    for file in evidence_files(path):
+    for file in files:
         ev = load_evidence(file)
         groups.extend(group_report(ev, c, slos or {}) for c in ev.concurrencies if ev.measured(c))
     return SummaryReport(tuple(groups), _agreements(groups, tolerance_pct))

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import httptools
 
 from servekit.bench.sse import StreamState
-from servekit.errors import UsageError
+from servekit.seams import parse_url
 
 _MAX_HEAD = 64 * 1024  # bytes before the end of the response head
 _MAX_ERROR_BODY = 4096
@@ -74,11 +74,8 @@ class Origin:
 
     @classmethod
     def parse(cls, endpoint: str) -> Origin:
-        parts = urlsplit(endpoint)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(
-                f"endpoint '{endpoint}' is not an http(s) URL", hint="e.g. http://127.0.0.1:8000"
-            )
+        parts = urlsplit(parse_url(endpoint, "endpoint"))
+        assert parts.hostname is not None  # parse_url refuses a URL without a host
         port = parts.port or (443 if parts.scheme == "https" else 80)
         return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
 
@@ -87,6 +84,15 @@ class Origin:
         host = f"[{self.host}]" if ":" in self.host else self.host
         default = 443 if self.scheme == "https" else 80
         return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Limits on one request beyond the silence timeout: the whole request (so a server
+    that streams keep-alive comments forever cannot hold it), and the first response byte."""
+
+    total_s: float | None
+    first_byte_s: float | None
 
 
 class _Response:
@@ -151,8 +157,10 @@ class _Connection(asyncio.Protocol):
     completion); :class:`_Response` owns the HTTP framing.
     """
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, limits: Deadlines | None = None) -> None:
         self.timeout_s = timeout_s
+        self.limits = limits or Deadlines(total_s=None, first_byte_s=None)
+        self.started = 0.0  # perf_counter() when the current request was written
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.exchange: Exchange | None = None
@@ -257,11 +265,31 @@ class _Connection(asyncio.Protocol):
         self.exchange, self.state, self.t0 = Exchange(), state, t0
         self.done = done = loop.create_future()
         self.transport.write(request)
-        self.last = time.perf_counter()
+        self.last = self.started = time.perf_counter()
         if self.transport.get_write_buffer_size() == 0:
             self.exchange.t_send = self.last - t0
-        self.watchdog = loop.call_later(self.timeout_s, self._watch)
+        self.watchdog = loop.call_later(self._next_check(self.last), self._watch)
         return done
+
+    def _next_check(self, now: float) -> float:
+        """Seconds until the earliest of the silence, first-byte and total limits."""
+        waits = [self.timeout_s - (now - self.last)]
+        elapsed = now - self.started
+        if self.limits.total_s is not None:
+            waits.append(self.limits.total_s - elapsed)
+        if self.limits.first_byte_s is not None and self.exchange and not self.exchange.received:
+            waits.append(self.limits.first_byte_s - elapsed)
+        return max(0.0, min(waits))
+
+    def _overdue(self, exchange: Exchange, now: float) -> str | None:
+        """The limit the request has passed, as the error to record, or None."""
+        elapsed = now - self.started
+        total, first_byte = self.limits.total_s, self.limits.first_byte_s
+        if total is not None and elapsed >= total:
+            return f"timeout (Deadline) after {elapsed:.1f} s: the whole request took too long"
+        if first_byte is not None and not exchange.received and elapsed >= first_byte:
+            return f"timeout (FirstByteTimeout) after {elapsed:.1f} s: no response byte"
+        return None
 
     def _watch(self) -> None:
         exchange = self.exchange
@@ -269,9 +297,13 @@ class _Connection(asyncio.Protocol):
             return
         now = time.perf_counter()
         idle = now - self.last
+        overdue = self._overdue(exchange, now) if idle < self.timeout_s else None
+        if overdue is not None:
+            self._fail(overdue, now)
+            return
         if idle < self.timeout_s:
             self.watchdog = asyncio.get_running_loop().call_later(
-                self.timeout_s - idle, self._watch
+                self._next_check(now), self._watch
             )
             return
         kind = "WriteTimeout" if exchange.t_send is None else "ReadTimeout"
@@ -329,10 +361,12 @@ class StreamPool:
         *,
         timeout_s: float,
         connect_timeout_s: float = 30.0,
+        limits: Deadlines | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.origin = Origin.parse(endpoint)
         self.timeout_s = timeout_s
+        self.limits = limits
         self.connect_timeout_s = connect_timeout_s
         self.ssl: ssl.SSLContext | None = None
         if self.origin.scheme == "https":
@@ -406,7 +440,7 @@ class StreamPool:
         self.opened += 1
         _, protocol = await asyncio.wait_for(
             loop.create_connection(
-                lambda: _Connection(self.timeout_s),
+                lambda: _Connection(self.timeout_s, self.limits),
                 self.origin.host,
                 self.origin.port,
                 ssl=self.ssl,

@@ -13,13 +13,22 @@ from servekit.bench.importers import import_vllm
 from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.serveconf import serve_config
-from servekit.bench.summary import SummaryReport, parse_slos, summarize_path
-from servekit.cli.output import print_json, stderr, stdout
+from servekit.bench.summary import SummaryReport, parse_slos, summarize_files, summarize_path
+from servekit.cli.output import fail, plain, print_json, stderr, stdout
+from servekit.cli.package import STACK_BELOW
 from servekit.cli.replay import compare_command, replay_command
-from servekit.errors import UsageError
+from servekit.errors import BenchError, ErrorRateError, UsageError
 from servekit.package.evidence import dump_evidence
 from servekit.package.models import Api
 from servekit.progress import track_count
+from servekit.seams import (
+    option_names,
+    output_dir,
+    output_file,
+    parse_url,
+    validation_problems,
+    write_text,
+)
 
 app = typer.Typer(
     help="Benchmark an OpenAI-compatible endpoint into raw evidence, and summarize it.",
@@ -46,6 +55,18 @@ def _concurrencies(text: str) -> tuple[int, ...]:
         raise UsageError(f"--concurrency '{text}' is not a comma-separated list") from exc
 
 
+_RUN_OPTIONS = option_names(
+    RunConfig.model_fields,
+    prompt_min="--input-tokens MIN",
+    prompt_max="--input-tokens MAX",
+    concurrencies="--concurrency",
+    timeout_s="--timeout",
+    connect_timeout_s="--connect-timeout",
+    first_byte_timeout_s="--first-byte-timeout",
+    serve="--serve-config",
+)
+
+
 def _fmt(value: object, digits: int = 1) -> str:
     return (
         f"{value:.{digits}f}"
@@ -54,9 +75,34 @@ def _fmt(value: object, digits: int = 1) -> str:
     )
 
 
+def _render_stacked(report: SummaryReport, title: str) -> None:
+    """One block per (run, concurrency): for terminals too narrow for the table."""
+    stdout.print(f"[italic]{title}[/]")
+    for g in report.groups:
+        m = g.metrics()
+        stdout.print(f"[bold]{plain(g.run)} @ c={g.concurrency}[/]: {_fmt(m['completed'])} ok, "
+                     f"{_fmt(m['failed'])} failed, {_fmt(m['duration'], 2)} s")  # fmt: skip
+        stdout.print(
+            f"  req/s {_fmt(m['request_throughput'], 2)}, out tok/s "
+            f"{_fmt(m['output_throughput'])}, per GPU {_fmt(m['output_throughput_per_gpu'])}"
+        )
+        stdout.print(
+            f"  TTFT p50/p99 {_fmt(m['median_ttft_ms'], 2)}/{_fmt(m['p99_ttft_ms'], 2)} ms, "
+            f"TPOT p50 {_fmt(m['median_tpot_ms'], 2)}, ITL p50 {_fmt(m['median_itl_ms'], 2)}"
+        )
+        stdout.print(
+            f"  E2EL p50/p99 {_fmt(m['median_e2el_ms'], 2)}/{_fmt(m['p99_e2el_ms'], 2)} ms"
+            + (f"; flags: {plain(', '.join(g.flags))}" if g.flags else "")
+        )
+
+
 def render_summary(report: SummaryReport) -> None:
     simulator = any(g.simulator for g in report.groups)
     title = "benchmark summary" + (" — SIMULATOR results, not a real engine" if simulator else "")
+    if stdout.width < STACK_BELOW:
+        _render_stacked(report, title)
+        _render_agreements(report, short=True)
+        return
     table = Table(title=title, title_justify="left")
     columns: tuple[str, ...] = ("run", "conc", "ok", "fail", "dur s", "req/s", "out tok/s", "/GPU")
     columns += ("TTFT p50", "TTFT p99", "TPOT p50", "ITL p50", "E2EL p50", "E2EL p99", "flags")
@@ -72,25 +118,36 @@ def render_summary(report: SummaryReport) -> None:
         row.append(escape(", ".join(g.flags)))
         table.add_row(*row)
     stdout.print(table)
+    _render_agreements(report)
+
+
+def _render_agreements(report: SummaryReport, *, short: bool = False) -> None:
     stdout.print("times in ms; percentiles: numpy linear (as vLLM bench serve)")
     for a in report.agreements:
         worst = max(a.max_difference_pct.items(), key=lambda kv: kv[1], default=("-", 0.0))
         verdict = "[green]agree[/]" if a.agree else "[red]DISAGREE[/]"
         stdout.print(
-            f"concurrency {a.concurrency}: runs {', '.join(a.runs)} {verdict} within "
+            (f"c={a.concurrency}: " if short else f"concurrency {a.concurrency}: runs ")
+            + f"{', '.join(a.runs)} {verdict} within "
             f"{a.tolerance_pct:g} % (largest: {worst[0]} {worst[1]:.2f} %)"
         )
 
 
 @app.command("run")
 def run_command(
-    endpoint: str = typer.Option(..., help="Base URL, e.g. http://127.0.0.1:8000"),
-    model: str = typer.Option(..., help="Model name the server serves."),
+    endpoint: str = typer.Option(..., metavar="URL", help="Base URL, e.g. http://127.0.0.1:8000"),
+    model: str = typer.Option(..., metavar="NAME", help="Model name the server serves."),
     api: Api = typer.Option(Api.COMPLETIONS, help="completions or chat."),
-    input_tokens: str = typer.Option(..., help="Prompt length range MIN:MAX (server tokens)."),
-    output_tokens: int = typer.Option(..., help="Output tokens per request."),
-    concurrency: str = typer.Option("1", help="Comma-separated concurrencies, e.g. 1,8,64."),
-    requests: int = typer.Option(..., help="Measured requests per concurrency per run."),
+    input_tokens: str = typer.Option(
+        ..., metavar="MIN:MAX", help="Prompt length range MIN:MAX (server tokens)."
+    ),
+    output_tokens: int = typer.Option(..., metavar="N", help="Output tokens per request."),
+    concurrency: str = typer.Option(
+        "1", metavar="C1,C2,...", help="Comma-separated concurrencies, e.g. 1,8,64."
+    ),
+    requests: int = typer.Option(
+        ..., metavar="N", help="Measured requests per concurrency per run."
+    ),
     warmup: int = typer.Option(0, help="Warmup requests per concurrency (own prompts, excluded)."),
     seed: int = typer.Option(0, help="Seed of prompts, lengths and arrivals."),
     runs: int = typer.Option(1, help="Repeat the grid; one evidence file per run."),
@@ -98,12 +155,32 @@ def run_command(
     request_rate: float | None = typer.Option(
         None, help="Poisson arrivals per second (default: closed loop)."
     ),
-    out: Path = typer.Option(..., help="Directory for run-1.jsonl, run-2.jsonl, ..."),
-    timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
+    out: Path = typer.Option(
+        ..., metavar="DIR", help="Directory for run-1.jsonl, run-2.jsonl, ..."
+    ),
+    timeout: float = typer.Option(
+        600.0,
+        metavar="SECONDS",
+        help="Total deadline per request: connect, wait and stream (keep-alive comments do "
+        "not extend it).",
+    ),
+    connect_timeout: float = typer.Option(
+        30.0, metavar="SECONDS", help="Deadline to open a connection."
+    ),
+    first_byte_timeout: float | None = typer.Option(
+        None, metavar="SECONDS", help="Deadline for the first response byte (default: --timeout)."
+    ),
+    max_error_rate: float = typer.Option(
+        0.0,
+        metavar="SHARE",
+        help="Exit 60 when a larger share (0-1) of measured requests failed.",
+    ),
     tokenizer: Path | None = typer.Option(
         None, help="tokenizer.json (or its directory) to size prompts; needs `tokenizers`."
     ),
-    simulator: bool = typer.Option(False, help="Label the results as simulator results."),
+    simulator: bool = typer.Option(
+        False, "--simulator", help="Label the results as simulator results."
+    ),
     hardware: str | None = typer.Option(
         None, help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'."
     ),
@@ -116,11 +193,17 @@ def run_command(
         help="YAML/JSON {argv, env} or a package.yaml: the serve configuration, recorded.",
     ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
-    force: bool = typer.Option(False, help="Overwrite existing run files."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing run files."),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue an interrupted run: keep its whole run files, measure the rest.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Measure each concurrency (warmups, then measured requests) and write the raw
     per-request evidence that `servekit package check` recomputes figures from."""
+    parse_url(endpoint)
     low, high = _token_range(input_tokens)
     serve = serve_config(serve_command, serve_config_file)
     try:
@@ -140,20 +223,44 @@ def run_command(
             request_rate=request_rate,
             out=out,
             timeout_s=timeout,
+            connect_timeout_s=connect_timeout,
+            first_byte_timeout_s=first_byte_timeout,
+            max_error_rate=max_error_rate,
             tokenizer=tokenizer,
             simulator=simulator,
             hardware=hardware,
             serve=serve,
             loop=loop,
             force=force,
+            resume=resume,
         )
     except ValidationError as exc:
-        problems = "; ".join(str(e["msg"]) for e in exc.errors())
-        raise UsageError(f"invalid options: {problems}") from exc
-    with track_count("requests", config.total_requests) as tracker:
+        raise UsageError(validation_problems(exc, _RUN_OPTIONS)) from exc
+    too_high = [c for c in config.concurrencies if c > config.requests]
+    if too_high:
+        raise UsageError(
+            f"--concurrency {too_high[0]} is larger than --requests {config.requests}: at most "
+            f"{config.requests} requests can ever be in flight",
+            hint="raise --requests to at least the highest concurrency, or lower --concurrency",
+        )
+    # run files are refused one by one without --force (the directory may hold others)
+    stderr.print(f"probing {plain(endpoint)}: version, fixed-length support, prompt calibration")
+    with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
-    stderr.print(f"wrote {', '.join(str(f) for f in files)}")
-    _show(summarize_path(out), as_json)
+    stderr.print(f"wrote {escape(', '.join(str(f) for f in files))}")
+    report = summarize_files(files)
+    failed, total = report.failed_share()
+    if total and failed / total > config.max_error_rate:
+        if not as_json:
+            render_summary(report)
+        error = ErrorRateError(
+            f"{failed} of {total} measured requests failed ({failed / total:.1%}), above "
+            f"--max-error-rate {config.max_error_rate:g}",
+            hint="the evidence is written; read the errors with `servekit bench summary "
+            "--json`, fix the server or the options, or raise --max-error-rate",
+        )
+        raise fail(error, {"groups": report.as_json()}, as_json=as_json)
+    _show(report, as_json)
 
 
 def _show(report: SummaryReport, as_json: bool) -> None:
@@ -182,20 +289,29 @@ def import_vllm_command(
     result: Path = typer.Argument(..., help="vllm bench serve --save-result --save-detailed JSON."),
     out: Path = typer.Option(..., "--out", "-o", help="Evidence file to write (.jsonl)."),
     run: str = typer.Option("vllm-1", help="Run id for the records."),
-    gpus: int = typer.Option(1, help="GPUs behind the endpoint that was measured."),
+    gpus: int = typer.Option(1, min=1, help="GPUs behind the endpoint that was measured."),
     concurrency: int | None = typer.Option(
-        None, help="Concurrency label (default: the result's max_concurrency)."
+        None, min=1, help="Concurrency label (default: the result's max_concurrency)."
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Convert a vLLM bench serve detailed result into servekit's raw evidence, and say
     which fields that format lacks."""
+    output_file(out, force=force, option="--out")
     imported = import_vllm(result, run=run, gpus=gpus, concurrency=concurrency)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dump_evidence(imported.header, imported.records), encoding="utf-8")
-    stderr.print(f"wrote {out}: {len(imported.records)} requests")
+    text = dump_evidence(imported.header, imported.records)
+    write_text(out, text, lambda message: BenchError(message, hint="check --out"))
+    missing = list(imported.header.missing_fields)
+    if as_json:
+        print_json(
+            {"ok": True, "out": str(out), "requests": len(imported.records), "lacks": missing}
+        )
+        return
+    stderr.print(f"wrote {escape(str(out))}: {len(imported.records)} requests")
     stderr.print("[yellow]the vLLM result format lacks:[/]")
-    for missing in imported.header.missing_fields:
-        stderr.print(f"  - {escape(missing)}")
+    for field in missing:
+        stderr.print(f"  - {escape(field)}")
 
 
 app.command("replay")(replay_command)

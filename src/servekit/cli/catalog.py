@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from servekit.catalog import Card, build_card, export_site, load_catalog
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.package import check, load_package
+from servekit.seams import output_dir
 
 app = typer.Typer(
     help="Catalog cards and pages, read from package definitions (nothing typed twice).",
@@ -18,18 +18,18 @@ app = typer.Typer(
 
 
 def _print_card(card: Card) -> None:
-    stdout.print(f"[bold]{escape(card.name)}[/] {card.version} ({card.status})")
-    stdout.print(f"  {escape(card.hardware)} · {escape(card.engine)}")
-    stdout.print(f"  model {escape(card.model)}: {escape(card.weights)}")
+    stdout.print(f"[bold]{plain(card.name)}[/] {card.version} ({card.status})")
+    stdout.print(f"  {plain(card.hardware)} · {plain(card.engine)}")
+    stdout.print(f"  model {plain(card.model)}: {plain(card.weights)}")
     for fig in card.figures:
         star = "*" if fig.headline else " "
         stdout.print(
-            f" {star} {escape(fig.label)}: {fig.display} ({fig.context}) "
-            f"{escape(f'[{fig.badge.value}]')} {escape(fig.badge_text)}"
+            f" {star} {plain(fig.label)}: {fig.display} ({fig.context}) "
+            f"{plain(f'[{fig.badge.value}]')} {plain(fig.badge_text)}"
         )
-    stdout.print(f"  accuracy: {escape(card.accuracy_claim)} ({card.accuracy_method})")
+    stdout.print(f"  accuracy: {plain(card.accuracy_claim)} ({card.accuracy_method})")
     for title, _ in card.disclosures:
-        stdout.print(f"  not measured / disclosed: {escape(title)}")
+        stdout.print(f"  not measured / disclosed: {plain(title)}")
     stdout.print(f"  {card.price} ({card.tier}); maintenance: {card.maintenance}")
 
 
@@ -50,8 +50,21 @@ def show_command(
 @app.command("export")
 def export_command(
     packages: Path = typer.Argument(..., help="Directory with one folder per package."),
-    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the HTML pages into."),
+    out: Path = typer.Option(
+        ..., "--out", "-o", metavar="DIR", help="Directory for the HTML pages (new or empty)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Write into a non-empty --out."),
+    as_json: bool = typer.Option(False, "--json", help="Print the pages written as JSON."),
 ) -> None:
-    """Write the static catalog: index pages, one page and chart per package version, evidence."""
-    written = export_site(load_catalog(packages), out)
-    stdout.print(f"wrote {len(written)} pages to {out}")
+    """Write the static catalog: index pages, one page and chart per package version, evidence.
+
+    --out must be new or empty unless --force; its parent must exist (exit 2 otherwise).
+    """
+    catalog = load_catalog(packages)
+    with output_dir(out, force=force):
+        written = export_site(catalog, out)
+    if as_json:
+        pages = [str(p) for p in written]
+        print_json({"ok": True, "out": str(out), "packages": len(catalog.entries), "pages": pages})
+    else:
+        stdout.print(f"wrote {len(written)} pages to {plain(str(out))}")

@@ -2,27 +2,33 @@
 
 Steps:
   1. check every example package (every measured figure recomputed from raw records);
-  2. generate a throwaway Ed25519 key pair under OUT/keys;
+  2. generate a throwaway Ed25519 key pair in a temporary directory (never a key of
+     yours: nothing under OUT/keys is read or replaced); its public half goes to
+     OUT/kits/demo.pub so the kits can be verified afterwards;
   3. build each package's kit (OUT/kits/ID-VERSION.tar.gz) and verify it offline;
   4. export the static catalog to OUT/catalog.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from servekit.catalog import Catalog, Entry, build_card, export_site
-from servekit.cli.output import stdout
+from servekit.cli.output import fail, print_json, stderr, stdout
 from servekit.cli.package import render_report
 from servekit.config import load_settings
-from servekit.errors import UsageError
+from servekit.errors import ClaimRuleError, ClaimViolation, UsageError
 from servekit.kit.build import build_kit, write_kit
 from servekit.package import check, load_package
 from servekit.package.files import PACKAGE_GLOB
-from servekit.receipts.keys import generate, load_trust_store, write_key_pair
+from servekit.receipts.keys import KeyPairPaths, generate, load_trust_store, write_key_pair
+from servekit.seams import output_dir
 from servekit.verify.kit import verify_kit
 
 
@@ -33,44 +39,74 @@ def _package_dirs(root: Path) -> list[Path]:
     return dirs
 
 
-def _fresh_keys(out: Path) -> tuple[Path, Path]:
-    keys = out / "keys"
-    for name in ("servekit.key", "servekit.pub"):
-        (keys / name).unlink(missing_ok=True)
-    paths = write_key_pair(generate(), keys)
-    return paths.private, paths.public
-
-
 def demo(
     examples: Path | None = typer.Option(
-        None, help="Directory of example packages (default: SERVEKIT_EXAMPLES_DIR)."
+        None, metavar="DIR", help="Directory of example packages (default: SERVEKIT_EXAMPLES_DIR)."
     ),
-    out: Path = typer.Option(Path("out/demo"), "--out", help="Where keys, kits and pages go."),
+    out: Path = typer.Option(
+        Path("out/demo"), "--out", metavar="DIR", help="Where kits and pages go (new or empty)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Write into a non-empty --out."),
+    as_json: bool = typer.Option(False, "--json", help="Print the kits and pages as JSON."),
 ) -> None:
-    """Check every example package, build and verify its signed kit, export the catalog."""
+    """Check every example package, build and verify its signed kit, export the catalog.
+
+    Signs with a fresh temporary key, never one of yours; its public half is written
+    to OUT/kits/demo.pub. Exit 4 when a claim rule refuses an example's figure.
+    """
     dirs = _package_dirs(examples or load_settings().examples_dir)
-    private, public = _fresh_keys(out)
-    trust, entries, failed = load_trust_store(public), [], 0
+    with output_dir(out, force=force), tempfile.TemporaryDirectory() as keydir:
+        done = _demo(dirs, out, write_key_pair(generate(), Path(keydir) / "keys"), as_json)
+    result = {
+        "out": str(out),
+        "public_key": str(out / "kits" / "demo.pub"),
+        "kits": [str(k) for k in done.kits],
+        "catalog": str(done.pages[0]),
+        "packages": len(dirs),
+    }
+    if done.failed:
+        raise fail(ClaimRuleError(done.failed), result, as_json=as_json)
+    if as_json:
+        print_json({"ok": True, **result})
+
+
+@dataclass(frozen=True)
+class _Done:
+    failed: list[ClaimViolation]
+    kits: list[Path]
+    pages: list[Path]
+
+
+def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Done:
+    """The loop itself; with --json the human output goes to stderr."""
+    console = stderr if as_json else stdout
+    private = keys.private
+    public = out / "kits" / "demo.pub"
+    public.parent.mkdir(exist_ok=True)
+    shutil.copyfile(keys.public, public)
+    trust, entries = load_trust_store(public), []
+    failed: list[ClaimViolation] = []
+    kits: list[Path] = []
     for directory in dirs:
-        stdout.rule(escape(str(directory)))
+        console.rule(escape(str(directory)))
         loaded = load_package(directory)
         report = check(loaded)
-        render_report(report)
+        if not as_json:
+            render_report(report)
         entries.append(Entry(loaded=loaded, card=build_card(loaded, report)))
         if not report.ok:
-            failed += 1
+            failed.extend(report.violations)
             continue
         kit_path = out / "kits" / f"{report.package_id}-{report.version}.tar.gz"
-        kit_path.parent.mkdir(parents=True, exist_ok=True)
         kit = build_kit(directory, private)
         write_kit(kit, kit_path)
         result = verify_kit(kit_path, trust)
-        stdout.print(
+        kits.append(kit_path)
+        console.print(
             f"[green]✓[/] kit {escape(str(kit_path))}: {result.files} files, "
             f"{len(kit.archive):,} bytes, signature and manifest verified"
         )
     pages = export_site(Catalog(entries), out / "catalog")
-    stdout.rule()
-    stdout.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
-    if failed:
-        raise typer.Exit(code=4)
+    console.rule()
+    console.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
+    return _Done(failed=failed, kits=kits, pages=pages)

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from servekit.cli.output import print_json, stdout
 from servekit.receipts.keys import describe_key, generate, write_key_pair
+from servekit.seams import output_dir
 
 app = typer.Typer(
     help="Ed25519 keys that sign receipts: generate a pair, show a key's id.",
@@ -28,7 +29,8 @@ def generate_command(
     key id so buyers can add it to their trust store.
     """
     key = generate()
-    paths = write_key_pair(key, out)
+    with output_dir(out, force=True):  # no parent created; existing keys refused below
+        paths = write_key_pair(key, out)
     result = {
         "private_key": str(paths.private),
         "public_key": str(paths.public),

@@ -12,6 +12,7 @@ from servekit.cli.output import print_json, stdout
 from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
 from servekit.kit.build import build_kit, write_kit
 from servekit.receipts.keys import load_trust_store
+from servekit.seams import output_dir, output_file
 from servekit.verify.expect import Expectation
 from servekit.verify.kit import unpack_kit
 
@@ -26,13 +27,16 @@ app = typer.Typer(
 def build_command(
     package_dir: Path = typer.Argument(..., help="Package directory (holds package.yaml)."),
     key: Path = typer.Option(..., "--key", help="Private signing key (servekit.key, mode 0600)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    out: Path = typer.Option(
+        ..., "--out", "-o", metavar="KIT.tar.gz", help="Where to write the kit (a new file)."
+    ),
     signed_at: dt.datetime | None = typer.Option(
         None,
         "--signed-at",
         formats=["%Y-%m-%dT%H:%M:%S%z"],
         help="Signing time to record (e.g. 2026-01-31T12:00:00+0000); default now.",
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the claim rules, render the deploy files, sign the receipt and write KIT.tar.gz.
@@ -42,6 +46,7 @@ def build_command(
     (exit 3). The same package, key and --signed-at always give a byte-identical archive.
     docs/kit.md describes the layout.
     """
+    output_file(out, force=force)
     kit = build_kit(package_dir, key, signed_at=signed_at)
     write_kit(kit, out)
     if as_json:
@@ -65,10 +70,12 @@ def unpack_command(
 
     Use this instead of `tar -x`: tar writes what the archive says, this writes what was
     verified (0644, 0755 for deploy/launch.sh). Nothing is written unless the kit verifies;
-    the exit codes are those of `servekit verify kit`. DIR must be new or empty.
+    the exit codes are those of `servekit verify kit`. DIR must be new or empty, and its
+    parent must exist (exit 2).
     """
     wanted = Expectation.parse(expect) if expect is not None else None
-    result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
+    with output_dir(directory, force=False, option="DIR"):  # no parent made, none left empty
+        result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
     if as_json:
         print_json({**result.as_dict(), "unpacked_to": str(directory)})
         return

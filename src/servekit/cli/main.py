@@ -2,22 +2,114 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import sys
 import traceback
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import typer
-from rich.markup import escape
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
-import servekit.cli.feed as feed_cli
-from servekit import __version__, progress
-from servekit.cli import bench, catalog, demo, fit, keys, kit, model, package, serve, sim, verify
-from servekit.cli import store as store_cli
-from servekit.cli.output import stderr
-from servekit.config import load_settings
-from servekit.errors import Error
+from servekit.errors import Error, UsageError, printable
+
+# name -> (module:attribute, summary for `servekit --help`). Each group is imported only
+# when it runs (or its own --help is asked for): `servekit --help` and a command that
+# fails on its arguments start without numpy, httpx or the models of other groups.
+# tests/cli/test_startup.py checks each summary against the loaded command's help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "package": ("servekit.cli.package:app", "Work with a package definition: check its claims, print its schema."),
+    "catalog": ("servekit.cli.catalog:app", "Catalog cards and pages, read from package definitions (nothing typed twice)."),
+    "keys": ("servekit.cli.keys:app", "Ed25519 keys that sign receipts: generate a pair, show a key's id."),
+    "kit": ("servekit.cli.kit:app", "Build a kit: deploy files written flag for flag from the package, evidence, licences and a signed receipt; unpack one only after verifying it."),
+    "verify": ("servekit.cli.verify:app", "Verify a kit or a model's weights. Exit 0 means verified; every failure names the file, the expected and the actual value."),
+    "model": ("servekit.cli.model:app", "Pin an upstream model at an immutable commit, or digest a local model tree (every file's path, size and sha256, and the tree digest: docs/digest.md)."),
+    "bench": ("servekit.cli.bench:app", "Benchmark an OpenAI-compatible endpoint into raw evidence, and summarize it."),
+    "sim": ("servekit.cli.sim:app", "The engine simulator: exact, configurable timing for tests and demos. Results measured against it are labelled simulator results everywhere."),
+    "feed": ("servekit.cli.feed:app", "The publisher's revocation feed: revoked versions, retracted figures, bad builds."),
+    "demo": ("servekit.cli.demo:demo", "Check every example package, build and verify its signed kit, export the catalog."),
+    "fit": ("servekit.cli.fit:fit", "Predict whether a model fits GPUs: weights per GPU, KV cache, verdict and margin."),
+    "serve": ("servekit.cli.serve:serve", "Serve the catalog web app in the foreground (state in SERVEKIT_HOME; Ctrl-C stops it)."),
+    "store": ("servekit.cli.store:app", "Operate the store: migrate, publish, retract, audit, accounts, tokens, downloads."),
+}  # fmt: skip
+
+
+def load_command(name: str) -> Any:
+    """The click command Typer builds for the group or command ``name`` (imports it)."""
+    module, _, attribute = COMMANDS[name][0].partition(":")
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        target.rich_markup_mode = None  # plain help: wraps, never cuts a word to "…"
+        command: Any = typer.main.get_group(target)
+    else:
+        single = typer.Typer(rich_markup_mode=None)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class _Commands(dict[str, Any]):
+    """The root's commands, each imported on first access (keys are there from the start)."""
+
+    def loaded(self, name: str) -> bool:
+        return super().get(name) is not None
+
+    def _load(self, name: str) -> Any:
+        value = super().get(name)
+        if value is None and name in COMMANDS:
+            value = load_command(name)
+            super().__setitem__(name, value)
+        return value
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self:
+            raise KeyError(name)
+        return self._load(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._load(name) if name in self else default
+
+    def items(self) -> Iterator[tuple[str, Any]]:  # type: ignore[override]
+        return iter([(name, self._load(name)) for name in self])
+
+    def values(self) -> Iterator[Any]:  # type: ignore[override]
+        return iter([self._load(name) for name in self])
+
+
+class _LazyRoot(TyperGroup):
+    """The root group: lists every command, imports one only to run it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        eager: Mapping[str, Any] = self.commands
+        self.lazy = _Commands(eager)
+        for name in COMMANDS:
+            self.lazy.setdefault(name, None)
+        self.commands = self.lazy
+        self._listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.lazy)  # names only: nothing is imported to list them
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self._listing and cmd_name in COMMANDS and not self.lazy.loaded(cmd_name):
+            return TyperCommand(name=cmd_name, short_help=COMMANDS[cmd_name][1])
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True  # the listing needs each summary, not each module
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="servekit",
+    cls=_LazyRoot,
     help=(
         "Verified serving recipes: pin an engine build and an upstream model, measure, "
         "check every claim against raw evidence, sign a receipt, build a kit anyone can verify."
@@ -29,28 +121,18 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(package.app, name="package")
-app.add_typer(catalog.app, name="catalog")
-app.add_typer(keys.app, name="keys")
-app.add_typer(kit.app, name="kit")
-app.add_typer(verify.app, name="verify")
-app.add_typer(model.app, name="model")
-app.add_typer(bench.app, name="bench")
-app.add_typer(sim.app, name="sim")
-app.add_typer(feed_cli.app, name="feed")
-app.add_typer(store_cli.app, name="store")
-app.command("demo")(demo.demo)
-app.command("fit")(fit.fit)
-app.command("serve")(serve.serve)
 
 _state = {"verbose": False}
+INTERRUPTED = 130
 
 
 def _version(value: bool) -> None:
     if value:
+        from servekit import __version__
+
         typer.echo(f"servekit {__version__}")
         raise typer.Exit()
 
@@ -66,33 +148,84 @@ def _root(
     ),
 ) -> None:
     """Global options apply to every command."""
+    from servekit import progress
+    from servekit.config import load_settings
+
     _state["verbose"] = verbose
     progress.set_enabled(not quiet and load_settings().progress)
 
 
-def _render(exc: Error) -> int:
-    stderr.print(f"[bold red]error:[/] {escape(exc.message)}")
+def _render(exc: Error, *, as_json: bool) -> int:
+    """The one place a servekit error reaches the user: stderr, and stdout with --json."""
+    from rich.markup import escape
+
+    from servekit.cli.output import error_json, json_emitted, print_json, stderr
+
+    stderr.print(f"[bold red]error:[/] {escape(printable(exc.message))}")
     if exc.hint:
-        stderr.print(f"[yellow]hint:[/] {escape(exc.hint)}")
+        stderr.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}")
+    if as_json and not json_emitted():
+        print_json(error_json(exc))
     return exc.exit_code
 
 
+def _usage(exc: typer.TyperException, *, as_json: bool, emitted: bool) -> int:
+    """A usage error (unknown option, missing argument, bad value) as a servekit one.
+
+    Plain text, without rich: this path must start fast (docs/performance.md).
+    """
+    code = int(getattr(exc, "exit_code", UsageError.exit_code))
+    message = exc.format_message()
+    if not message:  # no arguments: the help was printed, nothing went wrong
+        return code
+    ctx = getattr(exc, "ctx", None)
+    lines = [ctx.get_usage()] if ctx is not None else []
+    command = ctx.command_path if ctx is not None else "servekit"
+    lines += [f"error: {printable(message)}", f"hint: {command} --help lists every option"]
+    sys.stderr.write("\n".join(lines) + "\n")
+    if as_json and not emitted:
+        hint = f"{command} --help lists every option"
+        data = {"ok": False, "error": "UsageError", "exit_code": code, "message": message}
+        sys.stdout.write(json.dumps({**data, "hint": hint}, indent=2) + "\n")
+    return code
+
+
+def _emitted() -> bool:
+    output = sys.modules.get("servekit.cli.output")
+    return bool(output is not None and output.json_emitted())
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; maps every servekit error to its exit code."""
+    """Entry point of the console script; maps every servekit error to its exit code.
+
+    Exit 1 is left for bugs only: a servekit error exits with its class's code, a usage
+    error with 2, an interrupt with 130 (docs/errors.md).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    if "servekit.cli.output" in sys.modules:
+        sys.modules["servekit.cli.output"].start()
     try:
-        app(args=argv, prog_name="servekit")
-    except SystemExit as exc:  # click's standalone mode: usage errors, --help, typer.Exit
+        code = app(args=args, prog_name="servekit", standalone_mode=False)
+    except typer.TyperException as exc:
+        return _usage(exc, as_json=as_json, emitted=_emitted())
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+        return INTERRUPTED
+    except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Error as exc:
         if _state["verbose"]:
             traceback.print_exc()
-        return _render(exc)
+        return _render(exc, as_json=as_json)
     except Exception:
         traceback.print_exc()
-        stderr.print("error: unexpected internal error; please report it with the traceback above")
+        sys.stderr.write(
+            "error: unexpected internal error; please report it with the traceback above\n"
+        )
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

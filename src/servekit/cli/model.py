@@ -12,6 +12,7 @@ from servekit.hub.models import WeightsPin
 from servekit.hub.package import pin_into_package
 from servekit.hub.pin import pin_directory, pin_repo
 from servekit.hub.pinfile import write_pin
+from servekit.seams import output_file
 
 app = typer.Typer(
     help="Pin an upstream model at an immutable commit, or digest a local model tree "
@@ -64,6 +65,7 @@ def pin_command(
         help="Write the pin into this package (model/pin.json) and set package.yaml's "
         "model.commit, tree_digest, total_bytes, shard_count and files.",
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing pin file."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Resolve REPO at --revision to its commit and pin every file's size and sha256.
@@ -72,12 +74,14 @@ def pin_command(
     at the commit, checked against their git blob id, and hashed. Gated or private
     repositories need a token: HF_TOKEN, or `hf auth login`. Exit 6 on a Hub problem.
     """
+    target = output or Path("PIN.json")
+    if output is not None or package is None:
+        output_file(target, force=force, option="--output")
     pin = pin_repo(repo, revision)
     written = []
     if package is not None:
         written.append(pin_into_package(pin, package))
     if output is not None or package is None:
-        target = output or Path("PIN.json")
         write_pin(pin, target)
         written.append(target)
     render_pin(pin, written, as_json)
@@ -92,6 +96,7 @@ def digest_command(
     workers: int | None = typer.Option(
         None, "--workers", min=1, help="Hashing threads (default: every core)."
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing pin file."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Hash every file of a local model tree and compute its tree digest.
@@ -99,6 +104,8 @@ def digest_command(
     Symlinks of a Hugging Face cache snapshot are followed inside the snapshot and
     its blobs/ only. An unreadable or unsafe entry is an error (exit 16).
     """
+    if output is not None:
+        output_file(output, force=force, option="--output")
     pin = pin_directory(directory, workers=workers)
     written = []
     if output is not None:

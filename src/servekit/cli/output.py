@@ -9,7 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from servekit.errors import printable
+from servekit.errors import Error, VerificationError, printable
+from servekit.seams import strict_json
 
 PIPED_WIDTH = 240  # columns when not writing to a terminal (CI logs, `| tee`, files)
 
@@ -30,10 +31,57 @@ stdout = _console(stderr=False)
 stderr = _console(stderr=True)
 
 
+_emitted = {"json": False}
+
+
 def print_json(data: Any) -> None:
-    """Write ``data`` as indented JSON to stdout (for ``--json``)."""
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    """Write ``data`` as indented strict JSON to stdout (for ``--json``).
+
+    Non-finite floats become ``null`` (JSON has no NaN). The error renderer in
+    :mod:`servekit.cli.main` prints no second document when a command already printed one.
+    """
+    text = json.dumps(strict_json(data), indent=2, sort_keys=False, default=str, allow_nan=False)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
+    _emitted["json"] = True
+
+
+def start() -> None:
+    """Forget an earlier invocation's output (``main`` may run more than once in a process)."""
+    _emitted["json"] = False
+
+
+def json_emitted() -> bool:
+    """Whether this process already wrote its JSON document to stdout."""
+    return _emitted["json"]
+
+
+def error_json(exc: Error) -> dict[str, Any]:
+    """A servekit error as the JSON every command prints on failure with ``--json``:
+    the class, its exit code, message and hint (and file/expected/actual when verifying).
+    """
+    data: dict[str, Any] = {
+        "ok": False,
+        "error": type(exc).__name__,
+        "exit_code": exc.exit_code,
+        "message": exc.message,
+        "hint": exc.hint,
+    }
+    if isinstance(exc, VerificationError):
+        data["message"] = exc.message.splitlines()[0]
+        data |= {"file": exc.file, "expected": exc.expected, "actual": exc.actual}
+    return data
+
+
+def fail(exc: Error, result: dict[str, Any] | None, *, as_json: bool) -> Error:
+    """``exc``, after printing ``result`` merged with the error object when ``as_json``.
+
+    For commands that have a result even when they fail (a check report with refused
+    claims): ``raise fail(ClaimRuleError(...), report, as_json=as_json)``.
+    """
+    if as_json:
+        print_json({**(result or {}), **error_json(exc)})
+    return exc
 
 
 def plain(text: str) -> str:

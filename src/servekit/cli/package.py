@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from servekit.cli.output import print_json, stdout
-from servekit.fit import PackageFit, package_fit
-from servekit.fit.models import GIB
-from servekit.package import CheckReport, check, load_package
-from servekit.package.models import Provenance
-from servekit.package.rules import RULES
-from servekit.package.schema import package_json_schema_text
+from servekit.cli.output import fail, plain, print_json, stdout
+from servekit.errors import ClaimRuleError
+
+if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
+    from servekit.fit import PackageFit
+    from servekit.package import CheckReport
+    from servekit.package.rules.report import FigureResult
 
 app = typer.Typer(
     help="Work with a package definition: check its claims, print its schema.",
@@ -26,43 +26,103 @@ def _rate(rate: float | None) -> str:
     return "-" if rate is None else f"{rate * 100:.1f} %"
 
 
+STACK_BELOW = 120
+"""Narrower terminals get one block per figure instead of a table (no cell cut to "…")."""
+
+
+def _workload_text(f: FigureResult) -> str:
+    w = f.workload
+    if not w:
+        return "-"
+    tokens = w["prompt_tokens"]
+    low, high = tokens if isinstance(tokens, list) else (tokens, tokens)
+    prompt = f"{low}" if low == high else f"{low}-{high}"
+    return (
+        f"{w['api']}, prompt {prompt} tok, output {w['output_tokens']} tok, "
+        f"{w['requests']} req + {w['warmup']} warmup"
+    )
+
+
+def _provenance(f: FigureResult) -> str:
+    provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
+    if f.status != "current":
+        provenance += f" [{f.status}]"
+    provenance = plain(provenance)
+    if f.refused_by:
+        provenance = f"[red]REFUSED ({', '.join(f.refused_by)})[/] " + provenance
+    return provenance
+
+
+def _runs_text(f: FigureResult) -> str:
+    if f.provenance.value != "measured":
+        return f.source or "-"
+    runs = ", ".join(f"{run} {value:.{f.decimals + 1}f}" for run, value in f.per_run.items())
+    spread = f.spread_pct
+    return runs + (f" (spread {spread:.1f} %)" if spread is not None else "")
+
+
+def _figure_name(f: FigureResult) -> str:
+    scope = f" {f.scope}" if f.scope else ""
+    return f"{f.metric} {f.statistic}{scope} @ c={f.concurrency}"
+
+
 def render_report(report: CheckReport) -> None:
+    if stdout.width < STACK_BELOW:
+        _render_stacked(report)
+    else:
+        _render_table(report)
+
+
+def _render_stacked(report: CheckReport) -> None:
+    stdout.print(f"[italic]{plain(report.package_id)} {plain(report.version)}: figures[/]")
+    for f in report.figures:
+        load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
+        recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
+        stdout.print(f"[bold]{plain(f.label)}[/]: {plain(f.display)}  {_provenance(f)}")
+        stdout.print(f"  {plain(_figure_name(f))}, recomputed {recomputed}")
+        stdout.print(
+            f"  load {'-' if load is None else f'{load:.2f}'}, errors {_rate(f.error_rate)}"
+        )
+        stdout.print(f"  workload: {plain(_workload_text(f))}")
+        stdout.print(f"  runs: {plain(_runs_text(f))}")
+
+
+def _render_table(report: CheckReport) -> None:
     table = Table(title=f"{report.package_id} {report.version}: figures", title_justify="left")
-    columns = ("figure", "value", "provenance", "recomputed", "load", "errors", "runs / source")
+    columns = ("figure", "metric @ concurrency", "value", "provenance", "recomputed", "load",
+               "errors", "workload", "runs / source")  # fmt: skip
     for column in columns:
         table.add_column(column)
     for f in report.figures:
         recomputed = f"{f.recomputed:.3f}" if f.recomputed is not None else "-"
-        origin = ", ".join(f.per_run) if f.provenance is Provenance.MEASURED else (f.source or "-")
-        provenance = f.provenance.value + (" (simulator)" if f.simulator else "")
-        if f.status != "current":
-            provenance += f" [{f.status}]"
-        provenance = escape(provenance)
-        if f.refused_by:
-            provenance = f"[red]REFUSED ({', '.join(f.refused_by)})[/] " + provenance
         load = min(f.achieved_concurrency.values()) if f.achieved_concurrency else None
-        row = [escape(f.label), f.display, provenance, recomputed]
-        row += ["-" if load is None else f"{load:.2f}", _rate(f.error_rate), escape(origin)]
+        row = [plain(f.label), plain(_figure_name(f)), f.display, _provenance(f), recomputed]
+        row += ["-" if load is None else f"{load:.2f}", _rate(f.error_rate)]
+        row += [plain(_workload_text(f)), plain(_runs_text(f))]
         table.add_row(*row)
     stdout.print(table)
     stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")
     _render_cannot_verify(report)
-    measured = sum(1 for f in report.figures if f.provenance is Provenance.MEASURED)
+    from servekit.package.rules import RULES
+
+    measured = sum(1 for f in report.figures if f.provenance.value == "measured")
     stdout.print(
         f"{measured} measured (recomputed from raw records), "
         f"{len(report.figures) - measured} reported (shown as reported, never as measured)"
     )
     for v in report.violations:
         stdout.print(
-            f"[red]✗ {v.rule} {RULES[v.rule].name}[/] {escape(v.field)}: {escape(v.message)}"
+            f"[red]✗ {v.rule} {RULES[v.rule].name}[/] {plain(v.field)}: {plain(v.message)}"
         )
-        stdout.print(f"    fix: {escape(v.fix)}")
+        stdout.print(f"    fix: {plain(v.fix)}")
     if report.ok:
         stdout.print("[green]✓ every claim is carried by the evidence[/]")
 
 
 def render_fit(fit: PackageFit | None) -> None:
     """The predicted floor for the package's own target, beside its measured one."""
+    from servekit.fit.models import GIB
+
     if fit is None:
         stdout.print(
             "memory floor: no prediction (the package carries no model/config.json; "
@@ -79,7 +139,7 @@ def render_fit(fit: PackageFit | None) -> None:
         f"margin {r.margin_bytes / GIB:+.2f} GiB"
     )
     if fit.contradiction:
-        stdout.print(f"[red]✗ floor contradicted:[/] {escape(fit.contradiction)}")
+        stdout.print(f"[red]✗ floor contradicted:[/] {plain(fit.contradiction)}")
 
 
 def _render_cannot_verify(report: CheckReport) -> None:
@@ -90,10 +150,10 @@ def _render_cannot_verify(report: CheckReport) -> None:
         grouped.setdefault(missing, []).append(run_id)
     for missing, run_ids in grouped.items():
         stdout.print(
-            f"[yellow]cannot verify in {escape(', '.join(run_ids))} (not in the evidence):[/]"
+            f"[yellow]cannot verify in {plain(', '.join(run_ids))} (not in the evidence):[/]"
         )
         for item in missing:
-            stdout.print(f"  - {escape(item)}")
+            stdout.print(f"  - {plain(item)}")
 
 
 @app.command("check")
@@ -109,21 +169,27 @@ def check_command(
     memory floor beside the measured one, flagging a floor the prediction contradicts
     (docs/fit.md).
     """
+    from servekit.fit import package_fit
+    from servekit.package import check, load_package
+
     loaded = load_package(directory)
     report = check(loaded)
     fit = package_fit(loaded)
-    if as_json:
-        print_json({**report.as_dict(), "fit": fit.as_dict() if fit else None})
-    else:
+    result = {**report.as_dict(), "fit": fit.as_dict() if fit else None}
+    if not as_json:
         render_report(report)
         render_fit(fit)
     if not report.ok:
-        raise typer.Exit(code=4)
+        raise fail(ClaimRuleError(report.violations), result, as_json=as_json)
+    if as_json:
+        print_json({"ok": True, **result})
 
 
 @app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of package.yaml (the same as schema/package.schema.json)."""
+    from servekit.package.schema import package_json_schema_text
+
     typer.echo(package_json_schema_text(), nl=False)
 
 
@@ -132,10 +198,12 @@ def rules_command(
     as_json: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
     """List every claim rule with its id and what it requires."""
+    from servekit.package.rules import RULES
+
     rules = sorted(RULES.values(), key=lambda r: r.id)
     if as_json:
         keys = ("id", "name", "family", "statement", "seed_refusal")
         print_json([{k: getattr(r, k) for k in keys} for r in rules])
         return
     for r in rules:
-        stdout.print(f"[bold]{r.id}[/] {r.name} ({r.family}): {escape(r.statement)}")
+        stdout.print(f"[bold]{r.id}[/] {r.name} ({r.family}): {plain(r.statement)}")

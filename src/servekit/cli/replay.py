@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from servekit.bench.loop import LoopKind
-from servekit.cli.output import print_json, stderr, stdout
+from servekit.cli.output import fail, print_json, stderr, stdout
 from servekit.errors import RegressionError
 from servekit.progress import track_count
 from servekit.receipts.keys import load_signing_key, load_trust_store
@@ -25,6 +25,7 @@ from servekit.replay import (
 )
 from servekit.replay.models import FigureComparison
 from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
+from servekit.seams import output_dir
 
 _STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
 
@@ -46,7 +47,8 @@ def replay_command(
     ),
     timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
-    force: bool = typer.Option(False, help="Overwrite an earlier replay in --out."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an earlier replay in --out."),
+    as_json: bool = typer.Option(False, "--json", help="Print the replay's files as JSON."),
 ) -> None:
     """Verify a kit, then re-run every workload of its package exactly as recorded
     against your endpoint, writing raw evidence and replay.json for `bench compare`."""
@@ -63,15 +65,28 @@ def replay_command(
         loop=loop,
         force=force,
     )
-    plan = prepare_replay(options)
-    stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
-    with track_count("replay requests", plan.total_requests) as tracker:
-        header = run_replay(plan, tracker)
+    with output_dir(out, force=True):  # an earlier replay is refused by run_replay itself
+        plan = prepare_replay(options)
+        stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
+        with track_count("replay requests", plan.total_requests) as tracker:
+            header = run_replay(plan, tracker)
     for w in header.workloads:
         stderr.print(f"replayed {w.id}: {', '.join(f.file for f in w.files)}")
     for skipped in header.skipped:
         stderr.print(f"[yellow]not replayed: {escape(skipped)}[/]")
     engine = header.host.engine_version or "unknown engine"
+    if as_json:
+        workloads = {w.id: [f.file for f in w.files] for w in header.workloads}
+        print_json(
+            {
+                "ok": True,
+                "replay": str(out / "replay.json"),
+                "engine": engine,
+                "workloads": workloads,
+                "skipped": list(header.skipped),
+            }
+        )
+        return
     stdout.print(f"wrote {escape(str(out))}/replay.json ({escape(engine)} at {escape(endpoint)})")
     stdout.print(f"next: servekit bench compare {escape(str(kit))} {escape(str(out))}")
 
@@ -152,16 +167,17 @@ def compare_command(
     """Compare every figure of the kit with your replay, recomputed by the claim rules'
     own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
     result = compare(kit, directory, tolerance_pct=tolerance)
-    if as_json:
-        print_json({"reproduced": result.reproduced, **result.model_dump(mode="json")})
-    else:
+    data = {"reproduced": result.reproduced, **result.model_dump(mode="json")}
+    if not as_json:
         render_comparison(result)
     if sign is not None:
         target = reproduction or directory / REPRODUCTION_FILE
         target.write_bytes(sign_reproduction(result, load_signing_key(sign)))
         stderr.print(f"wrote the signed reproduction {escape(str(target))}")
     if not result.reproduced:
-        raise _regression(result)
+        raise fail(_regression(result), data, as_json=as_json)
+    if as_json:
+        print_json({"ok": True, **data})
 
 
 def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:

@@ -11,6 +11,7 @@ from servekit.bench.loop import LoopKind, run
 from servekit.bench.sim import Fault, SimConfig, serve_forever
 from servekit.cli.output import stderr
 from servekit.errors import UsageError
+from servekit.seams import option_names, validation_problems
 
 app = typer.Typer(
     help="The engine simulator: exact, configurable timing for tests and demos. Results "
@@ -21,7 +22,7 @@ app = typer.Typer(
 
 @app.command("serve")
 def serve_command(
-    port: int = typer.Option(8000, help="TCP port (0 picks a free one)."),
+    port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     model: str = typer.Option("servekit-sim", help="The model name it serves."),
     ttft_ms: float = typer.Option(120.0, help="Prefill time before the first token, ms."),
@@ -39,11 +40,17 @@ def serve_command(
     natural_length: int = typer.Option(
         0, help="Without ignore_eos/min_tokens, stop after this many tokens (0: never early)."
     ),
-    no_usage: bool = typer.Option(False, help="Ignore stream_options: never send usage."),
-    reject_ignore_eos: bool = typer.Option(
-        False, help="Answer 422 to ignore_eos/min_tokens (as transformers serve does)."
+    no_usage: bool = typer.Option(
+        False, "--no-usage", help="Ignore stream_options: never send usage."
     ),
-    no_role_chunk: bool = typer.Option(False, help="Chat: no role-only first chunk."),
+    reject_ignore_eos: bool = typer.Option(
+        False,
+        "--reject-ignore-eos",
+        help="Answer 422 to ignore_eos/min_tokens (as transformers serve does).",
+    ),
+    no_role_chunk: bool = typer.Option(
+        False, "--no-role-chunk", help="Chat: no role-only first chunk."
+    ),
     fault: Fault | None = typer.Option(None, help="Inject this fault into selected requests."),
     fault_every: int = typer.Option(1, help="Fault every Nth request."),
     fault_match: str | None = typer.Option(None, help="Fault only prompts containing this text."),
@@ -71,7 +78,8 @@ def serve_command(
             fault_match=fault_match,
         )
     except ValidationError as exc:
-        raise UsageError(f"invalid simulator option: {exc.errors()[0]['msg']}") from exc
+        names = option_names(SimConfig.model_fields, role_chunk="--no-role-chunk")
+        raise UsageError(validation_problems(exc, names)) from exc
 
     def ready(bound: int) -> None:
         stderr.print(f"servekit simulator listening on http://{host}:{bound} (model {model})")

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from servekit.cli.feed import hold_against_feed
-from servekit.cli.output import plain, print_json, stdout
+from servekit.cli.output import error_json, plain, print_json, stdout
 from servekit.errors import VerificationError
 from servekit.receipts.keys import load_trust_store
 from servekit.verify.expect import Expectation
@@ -20,16 +20,7 @@ EXPECT_HELP = "Refuse any kit but this one: ID@VERSION, or ID@>=VERSION for that
 
 def failure_dict(exc: VerificationError) -> dict[str, Any]:
     """A verification failure as JSON: the class, its exit code, file, expected, actual."""
-    return {
-        "verified": False,
-        "error": type(exc).__name__,
-        "exit_code": exc.exit_code,
-        "message": exc.message.splitlines()[0],
-        "file": exc.file,
-        "expected": exc.expected,
-        "actual": exc.actual,
-        "hint": exc.hint,
-    }
+    return {"verified": False, **error_json(exc)}
 
 
 def identity_line(package_id: str, version: str, publisher: str) -> str:

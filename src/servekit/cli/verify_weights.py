@@ -8,9 +8,9 @@ import typer
 from rich.markup import escape
 
 from servekit.cli.feed import hold_against_feed
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import fail, print_json, stdout
 from servekit.cli.verify_kit import identity_line
-from servekit.errors import UsageError
+from servekit.errors import Error, UsageError
 from servekit.hub.client import Hub
 from servekit.receipts.keys import TrustStore, load_trust_store
 from servekit.verify.weights import (
@@ -127,8 +127,11 @@ def weights_command(
         model=(expected.repo, expected.commit),
     )
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
-    if as_json:
-        print_json(report.as_dict())
-    else:
+    if not as_json:
         render_weights(report)
-    report.raise_for_problems()
+    try:
+        report.raise_for_problems()
+    except Error as exc:
+        raise fail(exc, report.as_dict(), as_json=as_json) from None
+    if as_json:
+        print_json({"ok": True, **report.as_dict()})

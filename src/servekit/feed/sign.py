@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from servekit.errors import FeedMalformedError, UsageError
@@ -38,6 +37,7 @@ from servekit.receipts.dsse import b64decode
 from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, load_signing_key
 from servekit.receipts.signing import sign_payload
+from servekit.seams import parse_yaml, read_text, validation_problems
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -104,27 +104,25 @@ def build_feed(
 
 
 def load_feed_source(path: Path) -> FeedSource:
-    """Read and validate ``feed.yaml``."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return FeedSource.model_validate(data)
-    except OSError as exc:
-        raise FeedMalformedError(
-            "the feed source cannot be read", file=str(path), actual=str(exc)
-        ) from exc
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise FeedMalformedError(
+    """Read and validate ``feed.yaml`` (file and YAML errors through :mod:`servekit.seams`)."""
+    expected = "publisher, revoked_packages, retracted_figures, bad_engines, bad_models"
+
+    def malformed(message: str, line: int | None = None, hint: str = "") -> FeedMalformedError:
+        where = f"line {line}: " if line is not None else ""
+        return FeedMalformedError(
             "the feed source is not a servekit feed.yaml",
             file=str(path),
-            expected="publisher, revoked_packages, retracted_figures, bad_engines, bad_models",
-            actual=str(exc).splitlines()[0] if isinstance(exc, yaml.YAMLError) else _first(exc),
-            hint="docs/feed.md lists every field",
-        ) from exc
+            expected=expected,
+            actual=where + message,
+            hint=hint or "docs/feed.md lists every field",
+        )
 
-
-def _first(exc: ValidationError) -> str:
-    e = exc.errors()[0]
-    return f"{'.'.join(str(p) for p in e['loc']) or 'feed'}: {e['msg']}"
+    text = read_text(path, lambda message: malformed(message, None, "check the path"))
+    data, _ = parse_yaml(text, malformed)
+    try:
+        return FeedSource.model_validate(data)
+    except ValidationError as exc:
+        raise malformed(validation_problems(exc)) from exc
 
 
 def _serial_in(path: Path) -> int:

@@ -1,9 +1,8 @@
 """Load a package directory: parse ``package.yaml``, validate it, check its files exist.
 
 Steps:
-  1. refuse anchors and aliases (nothing needs them, and aliases let a few hundred bytes
-     expand to gigabytes), then parse the YAML, keeping each node's line for messages;
-  2. refuse duplicate keys (YAML would silently keep the last), visiting each node once;
+  1-2. parse the YAML through :func:`servekit.seams.parse_yaml` (no anchors or aliases,
+     no duplicate keys, bounded depth, every value error with its line);
   3. validate against :class:`~servekit.package.models.Package`;
   4. check every path it names exists inside the directory.
 """
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -20,6 +18,7 @@ from pydantic import ValidationError
 from servekit.errors import PackageError, PackageFileError, PackageSchemaError, SchemaProblem
 from servekit.package.files import PACKAGE_FILE, Role, check_distinct_runs, package_files
 from servekit.package.models import Package
+from servekit.seams import YamlErrorFactory, parse_yaml
 
 
 @dataclass(frozen=True)
@@ -31,78 +30,6 @@ class LoadedPackage:
 
     def path(self, relative: str) -> Path:
         return self.root / relative
-
-
-MAX_DEPTH = 64
-"""package.yaml nests about 6 levels; PyYAML's composer recurses once per level."""
-
-
-def _event_error(path: Path, event: yaml.Event, message: str, hint: str) -> PackageFileError:
-    line = event.start_mark.line + 1 if event.start_mark else None
-    return PackageFileError(message, path=path, line=line, hint=hint)
-
-
-def _no_aliases(path: Path, text: str) -> None:
-    """Refuse anchors, aliases and deep nesting from the event stream, before composing."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        anchor = getattr(event, "anchor", None)
-        if isinstance(event, yaml.AliasEvent) or anchor is not None:
-            kind = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
-            hint = "write the value out in full: package.yaml allows no anchors (&) or aliases (*)"
-            raise _event_error(path, event, f"YAML {kind} '{anchor}' is not allowed", hint)
-        depth += isinstance(event, yaml.CollectionStartEvent) - isinstance(
-            event, yaml.CollectionEndEvent
-        )
-        if depth > MAX_DEPTH:
-            hint = f"package.yaml never needs more than {MAX_DEPTH} levels"
-            raise _event_error(path, event, "the YAML is nested too deeply", hint)
-
-
-def _compose(path: Path, text: str) -> yaml.Node:
-    try:
-        _no_aliases(path, text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        raise PackageFileError(
-            f"not valid YAML: {exc.problem}",
-            path=path,
-            line=line,
-            hint="check indentation and quoting on that line",
-        ) from exc
-    if node is None:
-        raise PackageFileError("the file is empty", path=path, hint="see examples/packages/")
-    return node
-
-
-def _duplicate_keys(path: Path, root: yaml.Node) -> None:
-    """Refuse a key twice in one mapping; each node is visited once (no recursion)."""
-    pending, seen_nodes = [root], set()
-    while pending:
-        node = pending.pop()
-        if id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            _unique_keys(path, node)
-            pending.extend(value for _, value in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            pending.extend(node.value)
-
-
-def _unique_keys(path: Path, node: yaml.MappingNode) -> None:
-    seen: set[str] = set()
-    for key, _ in node.value:
-        name = str(key.value)
-        if name in seen:
-            raise PackageFileError(
-                f"duplicate key '{name}'",
-                path=path,
-                line=key.start_mark.line + 1,
-                hint="each key may appear once per mapping; remove one",
-            )
-        seen.add(name)
 
 
 def _line_of(node: yaml.Node, loc: tuple[int | str, ...]) -> int | None:
@@ -146,18 +73,18 @@ def _problems(node: yaml.Node, exc: ValidationError) -> list[SchemaProblem]:
     return problems
 
 
+def _file_error(path: Path) -> YamlErrorFactory:
+    def error(message: str, line: int | None, hint: str) -> PackageFileError:
+        return PackageFileError(message, path=path, line=line, hint=hint)
+
+    return error
+
+
 def parse_package(path: Path, text: str) -> Package:
     """Parse and validate ``package.yaml`` text; ``path`` is used in messages."""
-    node = _compose(path, text)
-    _duplicate_keys(path, node)
-    try:
-        data: Any = yaml.safe_load(text)
-    except ValueError as exc:  # a scalar YAML resolves but cannot build: 2025-13-45, 10**5000
-        raise PackageFileError(
-            f"a value cannot be read: {str(exc)[:120]}",
-            path=path,
-            hint="quote the value if it is text; dates are YYYY-MM-DD, numbers of sane size",
-        ) from exc
+    data, node = parse_yaml(text, _file_error(path))
+    if node is None:
+        raise PackageFileError("the file is empty", path=path, hint="see examples/packages/")
     if not isinstance(data, dict):
         raise PackageFileError(
             "the top level must be a mapping of fields", path=path, line=1, hint="see examples/"

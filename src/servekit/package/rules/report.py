@@ -36,6 +36,19 @@ class FigureResult:
     achieved_concurrency: dict[str, float] | None = None
     error_rate: float | None = None
     refused_by: tuple[str, ...] = ()
+    metric: str = ""
+    statistic: str = ""
+    concurrency: int = 0
+    scope: str | None = None
+    workload: dict[str, object] | None = None
+
+    @property
+    def spread_pct(self) -> float | None:
+        """(max - min) / mean of the per-run values, in percent (None under two runs)."""
+        values = [v for v in self.per_run.values() if math.isfinite(v)]
+        if len(values) < 2 or not sum(values):
+            return None
+        return (max(values) - min(values)) / (sum(values) / len(values)) * 100
 
     @property
     def display(self) -> str:
@@ -65,6 +78,12 @@ class FigureResult:
             "error_rate": self.error_rate,
             "source": self.source,
             "simulator": self.simulator,
+            "metric": self.metric,
+            "statistic": self.statistic,
+            "concurrency": self.concurrency,
+            "scope": self.scope,
+            "workload": self.workload,
+            "spread_pct": _finite(self.spread_pct),
         }
 
 
@@ -146,7 +165,27 @@ def _result(ctx: Context, f: Figure, refused: set[str]) -> FigureResult:
         achieved_concurrency=achieved or None,
         error_rate=round(primary.failed / total, 4) if primary and total else None,
         refused_by=tuple(sorted(refused)),
+        metric=f.metric.value,
+        statistic=f.statistic.value,
+        concurrency=f.concurrency,
+        scope=f.scope.value if f.scope else None,
+        workload=_workload(ctx, f),
     )
+
+
+def _workload(ctx: Context, f: Figure) -> dict[str, object] | None:
+    """What the figure was measured on: API, prompt and output tokens, requests, warmup."""
+    w = ctx.package.workload(f.measured_on.workload) if f.measured_on else None
+    if w is None:
+        return None
+    return {
+        "id": w.id,
+        "api": w.api.value,
+        "prompt_tokens": [w.prompt_tokens.min, w.prompt_tokens.max],
+        "output_tokens": w.output_tokens,
+        "requests": w.measured_requests,
+        "warmup": w.warmup_requests,
+    }
 
 
 def check(loaded: LoadedPackage) -> CheckReport:

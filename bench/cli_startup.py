@@ -1,0 +1,47 @@
+"""Start-up time of the `servekit` command beside `python -c pass`, measured in one run.
+
+Prints the median wall time of N runs of each: `servekit --help`, a command that fails
+on its arguments, `servekit --version`, and the interpreter doing nothing. The target
+(issue 15) is under 0.25 s for the first two on an idle machine.
+
+    .venv/bin/python bench/cli_startup.py [RUNS]
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+CASES = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "servekit --help": [sys.executable, "-m", "servekit.cli.main", "--help"],
+    "servekit bench run --no-such-option": [
+        sys.executable, "-m", "servekit.cli.main", "bench", "run", "--no-such-option",
+    ],
+    "servekit package check (no DIR)": [sys.executable, "-m", "servekit.cli.main", "package", "check"],
+    "servekit --version": [sys.executable, "-m", "servekit.cli.main", "--version"],
+}  # fmt: skip
+
+
+def _median(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+    base = _median(CASES["python -c pass"], runs)
+    print(f"median of {runs} runs; python -c pass = {base * 1000:.0f} ms")
+    for name, argv in CASES.items():
+        took = _median(argv, runs)
+        print(f"{name:40} {took * 1000:6.0f} ms  ({took / base:5.1f}x python -c pass)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Every command that produces a result takes ``--json``, on success and on failure.
+
+The commands are enumerated from the Typer app: a new command fails
+``test_every_command_is_covered`` until it has a success and a failure case here. Each
+case runs the command with ``--json`` and parses stdout as strict JSON (NaN refused); a
+failure must be one object naming the error class, its message, hint and the exit code
+the process returned.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.assets.make_kit_fixtures import private_key
+from tests.cli.helpers import commands, options, run_cli
+from tests.functional.helpers import EXAMPLES, SERVEKIT, servekit
+from tests.functional.test_cli_bench import VLLM_RESULT
+from tests.hubserver import HubServer, hub_server
+from tests.replay.conftest import (
+    Keys,
+    keys,
+    kit,
+    package_dir,
+    recorded_model,
+    replays,
+    start_simulator,
+)
+
+__all__ = ["hub_server", "keys", "kit", "package_dir", "replays"]
+
+# Commands without a result to print: servers that run until interrupted, and
+# `package schema`, whose whole output already is one JSON document.
+NO_RESULT = {("serve",), ("sim", "serve"), ("store", "serve"), ("package", "schema")}
+TINY = EXAMPLES / "tiny-sim"
+
+
+@dataclass
+class World:
+    tmp: Path
+    kit: Path
+    keys: Keys
+    replay: Path
+    endpoint: str
+    hub: HubServer
+
+    def fresh(self, name: str) -> str:
+        return str(self.tmp / name)
+
+
+Case = Callable[[World], list[str]]
+
+
+def _vllm_result(w: World) -> str:
+    path = w.tmp / "vllm.json"
+    path.write_text(json.dumps(VLLM_RESULT))
+    return str(path)
+
+
+def _feed_source(w: World) -> str:
+    path = w.tmp / "feed.yaml"
+    path.write_text("publisher: servekit tests\n")
+    return str(path)
+
+
+def _tree(w: World) -> str:
+    tree = w.tmp / "tree"
+    tree.mkdir(exist_ok=True)
+    (tree / "config.json").write_text('{"layers": 2}')
+    return str(tree)
+
+
+def _pin(w: World) -> str:
+    pin = w.tmp / "pin.json"
+    if not pin.exists():
+        code, _, err = run_cli(["model", "digest", _tree(w), "-o", str(pin)])
+        assert code == 0, err
+    return str(pin)
+
+
+def _signed_reproduction(w: World) -> str:
+    replay = w.tmp / "replay-signed"
+    if not replay.exists():
+        shutil.copytree(w.replay, replay)
+        code, _, err = run_cli(["bench", "compare", str(w.kit), str(replay), "--tolerance", "50",
+                                "--sign", str(w.keys.buyer)])  # fmt: skip
+        assert code == 0, err
+    return str(replay / "reproduction.dsse.json")
+
+
+RUN = [
+    "--model",
+    recorded_model(),
+    "--input-tokens",
+    "8:8",
+    "--output-tokens",
+    "2",
+    "--requests",
+    "2",
+]
+
+# command -> (success argv, failure argv), both without the command path and --json
+CASES: dict[tuple[str, ...], tuple[Case, Case]] = {
+    ("bench", "compare"): (
+        lambda w: [str(w.kit), str(w.replay), "--tolerance", "50"],
+        lambda w: [str(w.kit), w.fresh("no-replay")],
+    ),
+    ("bench", "import", "vllm"): (
+        lambda w: [_vllm_result(w), "-o", w.fresh("v.jsonl")],
+        lambda w: [w.fresh("absent.json"), "-o", w.fresh("v2.jsonl")],
+    ),
+    ("bench", "replay"): (
+        lambda w: [
+            str(w.kit),
+            "--trust",
+            str(w.keys.publisher_pub),
+            "--endpoint",
+            w.endpoint,
+            "--workload",
+            "sim-short",
+            "--out",
+            w.fresh("replay-json"),
+        ],
+        lambda w: [
+            str(w.kit),
+            "--trust",
+            str(w.keys.buyer_pub),
+            "--endpoint",
+            w.endpoint,
+            "--out",
+            w.fresh("replay-untrusted"),
+        ],
+    ),
+    ("bench", "run"): (
+        lambda w: ["--endpoint", w.endpoint, *RUN, "--out", w.fresh("run")],
+        lambda w: ["--endpoint", w.endpoint, *RUN, "--output-tokens", "0", "--out", w.fresh("r")],
+    ),
+    ("bench", "summary"): (
+        lambda w: [str(TINY / "evidence")],
+        lambda w: [w.fresh("no-evidence")],
+    ),
+    ("catalog", "export"): (
+        lambda w: [str(EXAMPLES), "--out", w.fresh("site")],
+        lambda w: [str(EXAMPLES), "--out", w.fresh("absent/site")],
+    ),
+    ("catalog", "show"): (lambda w: [str(TINY)], lambda w: [w.fresh("no-package")]),
+    ("demo",): (
+        lambda w: ["--out", w.fresh("demo")],
+        lambda w: ["--out", w.fresh("absent/demo")],
+    ),
+    ("feed", "sign"): (
+        lambda w: [
+            _feed_source(w),
+            "--key",
+            str(w.keys.publisher),
+            "-o",
+            w.fresh("feed.json"),
+            "--expires-in",
+            "1d",
+            "--state",
+            w.fresh("feed-state"),
+        ],
+        lambda w: [_feed_source(w), "--key", w.fresh("no-key"), "-o", w.fresh("feed2.json")],
+    ),
+    ("fit",): (
+        lambda w: [str(EXAMPLES / "llama-850m-h200" / "model"), "--gpu", "H200"],
+        lambda w: [str(EXAMPLES / "llama-850m-h200" / "model"), "--gpu", "NO-SUCH-GPU"],
+    ),
+    ("keys", "generate"): (lambda w: ["--out", w.fresh("keys")], lambda w: ["--out", "/dev/null"]),
+    ("keys", "show"): (
+        lambda w: [str(w.keys.publisher_pub)],
+        lambda w: [w.fresh("no-such.pub")],
+    ),
+    ("kit", "build"): (
+        lambda w: [str(TINY), "--key", str(w.keys.publisher), "-o", w.fresh("k.tar.gz")],
+        lambda w: [str(TINY), "--key", w.fresh("no-key"), "-o", w.fresh("k2.tar.gz")],
+    ),
+    ("kit", "unpack"): (
+        lambda w: [str(w.kit), w.fresh("unpacked"), "--trust", str(w.keys.publisher_pub)],
+        lambda w: [str(w.kit), w.fresh("unpacked2"), "--trust", str(w.keys.buyer_pub)],
+    ),
+    ("model", "digest"): (lambda w: [_tree(w)], lambda w: [w.fresh("no-tree")]),
+    ("model", "pin"): (
+        lambda w: ["org/json-model", "--revision", "main", "-o", w.fresh("hub-pin.json")],
+        lambda w: ["org/json-model", "--revision", "no-such-branch", "-o", w.fresh("p2.json")],
+    ),
+    ("package", "check"): (lambda w: [str(TINY)], lambda w: [w.fresh("no-package")]),
+    ("package", "rules"): (lambda w: [], lambda w: ["--no-such-option"]),
+    ("verify", "kit"): (
+        lambda w: [str(w.kit), "--trust", str(w.keys.publisher_pub)],
+        lambda w: [str(w.kit), "--trust", str(w.keys.buyer_pub)],
+    ),
+    ("verify", "reproduction"): (
+        lambda w: [_signed_reproduction(w), "--trust", str(w.keys.buyer_pub)],
+        lambda w: [_signed_reproduction(w), "--trust", str(w.keys.publisher_pub)],
+    ),
+    ("verify", "weights"): (
+        lambda w: [_tree(w), "--pin", _pin(w)],
+        lambda w: [w.fresh("no-tree"), "--pin", _pin(w)],
+    ),
+}
+
+
+# The store's operator commands (merged from the store branch after this test was written)
+# have no cases here yet; issue 15's note says so. Listed by name, so a new command elsewhere
+# still fails this test.
+STORE_PENDING = {c for c in commands() if c[0] == "store"}
+
+
+def test_every_command_is_covered() -> None:
+    produce = [c for c in commands() if c not in NO_RESULT and c not in STORE_PENDING]
+    assert sorted(CASES) == produce
+    missing = [c for c in produce if "--json" not in options(c)]
+    assert not missing, f"commands without --json: {missing}"
+
+
+@pytest.fixture(scope="module")
+def world(
+    tmp_path_factory: pytest.TempPathFactory,
+    kit: Path,
+    keys: Keys,
+    replays: dict[str, Path],
+    hub_server: HubServer,
+) -> Iterator[World]:
+    from tests.functional.test_cli_weights import _hub_repo
+
+    _hub_repo(hub_server, "org/json-model")
+    proc, url = start_simulator("1", "1")
+    try:
+        yield World(tmp_path_factory.mktemp("json"), kit, keys, replays["same"], url, hub_server)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _strict(text: str) -> Any:
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _run(world: World, argv: list[str]) -> tuple[int, str, str]:
+    if argv[:2] == ["model", "pin"]:  # the Hub client reads its endpoint at import
+        env = world.hub.env(world.tmp)
+        done = subprocess.run([*SERVEKIT, *argv], capture_output=True, text=True, env=env)
+        return done.returncode, done.stdout, done.stderr
+    return run_cli(argv)
+
+
+@pytest.mark.parametrize("path", sorted(CASES), ids=" ".join)
+def test_json_on_success_and_on_failure(world: World, path: tuple[str, ...]) -> None:
+    success, failure = CASES[path]
+    code, out, err = _run(world, [*path, *success(world), "--json"])
+    assert code == 0, err
+    _strict(out)
+    code, out, err = _run(world, [*path, *failure(world), "--json"])
+    assert code not in (0, 1), err
+    data = _strict(out)
+    assert data["ok"] is False and data["exit_code"] == code, data
+    assert data["error"] and data["message"] and "hint" in data
+
+
+def test_servekit_subprocess_agrees(tmp_path: Path) -> None:
+    """The console script behaves as the in-process entry point does."""
+    done = servekit("package", "check", str(tmp_path / "absent"), "--json")
+    assert done.returncode == 3
+    assert _strict(done.stdout)["error"] == "PackageError"
+    assert private_key  # the fixture helper the replay keys use is importable here

@@ -1,0 +1,62 @@
+"""`servekit --help` starts without the command groups or heavy libraries.
+
+Timing depends on the machine (bench/cli_startup.py prints it beside `python -c pass`);
+what can be checked everywhere is what gets imported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import typer.main
+
+from servekit.cli.main import COMMANDS, app, load_command
+from tests.functional.helpers import ROOT
+
+HEAVY = ("numpy", "httpx", "pydantic", "yaml", "servekit.package", "servekit.bench", "servekit.fit")
+
+PROBE = """
+import contextlib, io, sys
+from servekit.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    main({argv!r})
+heavy = {heavy!r}
+print(" ".join(sorted(m for m in sys.modules if m.startswith(heavy) or m.startswith("servekit.cli."))))
+"""
+
+
+def _imported(argv: list[str]) -> set[str]:
+    code = PROBE.format(argv=argv, heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []], ids=str)
+def test_the_root_loads_no_group_and_no_heavy_library(argv: list[str]) -> None:
+    assert _imported(argv) == {"servekit.cli.main"}
+
+
+def test_a_group_loads_only_itself() -> None:
+    loaded = {m for m in _imported(["keys", "--help"]) if m.startswith("servekit.cli.")}
+    assert "servekit.cli.keys" in loaded
+    assert not loaded & {"servekit.cli.bench", "servekit.cli.package", "servekit.cli.fit"}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_summary_is_the_commands_own_help(name: str) -> None:
+    command: Any = load_command(name)
+    assert " ".join(command.help.split()).startswith(COMMANDS[name][1])
+
+
+def test_every_registered_command_is_listed() -> None:
+    root: Any = typer.main.get_command(app)
+    assert list(root.list_commands(None)) == list(COMMANDS)
+
+
+def test_package_check_fails_on_its_arguments_without_the_library() -> None:
+    loaded = _imported(["package", "check"])
+    assert not {m for m in loaded if m.startswith(("numpy", "httpx", "servekit.package"))}
