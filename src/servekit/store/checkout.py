@@ -75,7 +75,8 @@ def _active_subscriptions(
     workspace_id: int, package_id: str | SQLColumnExpression[str], now: dt.datetime
 ) -> Select[tuple[Subscription]]:
     """A workspace's running subscriptions to a package: paid up to after ``now``, not
-    refunded (a subscription that lapsed or failed to renew has its period end behind it)."""
+    refunded, not ended (cancelled, or its renewal failed). Between its period end and
+    the renewal run a subscription is lapsed: it grants nothing released meanwhile."""
     return (
         select(Subscription)
         .join(Entitlement, Entitlement.id == Subscription.entitlement_id)
@@ -83,6 +84,7 @@ def _active_subscriptions(
             Subscription.workspace_id == workspace_id,
             Subscription.package_id == package_id,
             Subscription.period_end > now,
+            Subscription.ended_at.is_(None),
             Entitlement.revoked_at.is_(None),
         )
     )
