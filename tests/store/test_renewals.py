@@ -203,3 +203,21 @@ def test_a_stripe_decline_ends_the_subscription(
     (info,) = _renew_all(shop, _period_end(shop, order), stripe_provider)
     assert info.outcome is RenewalOutcome.FAILED and "declined" in info.detail
     assert _renewal_entries(shop) == 0
+
+
+def test_audit_names_a_paid_renewal_without_its_sale(shop: Session) -> None:
+    order = _subscribe(shop, member(shop, "acme"))
+    (info,) = _renew_all(shop, _period_end(shop, order), SANDBOX)
+    assert audit(session=shop).ok
+    unposted = Renewal(
+        subscription_id=info.subscription_id,
+        period_start=info.period_end,
+        outcome=RenewalOutcome.RENEWED,
+        currency="usd",
+        amount_cents=1900,
+        payment_ref="sbx_pay_unposted",
+        detail="charged, never posted",
+    )
+    shop.add(unposted)
+    shop.flush()
+    assert audit(session=shop).first_break == f"renewal {unposted.id}: no sale entry of 1900"
