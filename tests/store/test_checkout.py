@@ -232,3 +232,11 @@ def test_another_workspaces_quote_is_not_found(shop: Session) -> None:
         confirm(mine, quote.id, "k", provider=SANDBOX, session=shop)
     with pytest.raises(StoreNotFoundError):
         confirm(mine, 10**9, "k2", provider=SANDBOX, session=shop)
+
+
+def test_a_version_retracted_after_the_quote_cannot_be_confirmed(shop: Session) -> None:
+    who = member(shop, "acme")
+    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=shop)
+    retract("test-priced", "1.0.0", "bad figures", session=shop)
+    with pytest.raises(NotForSaleError, match="retracted"):
+        confirm(who, quote.id, "after-retract", provider=SANDBOX, session=shop)
