@@ -2,22 +2,26 @@
 
 For each database (SQLite in WAL mode, PostgreSQL), in a fresh database of its own:
   1. publish one priced version; create one workspace per purchase and its quote (untimed);
-  2. BUYERS threads, released together by a barrier, each confirm their quotes one after
-     another, one transaction per confirm (lock, checks, order, sandbox charge, balanced
+  2. BUYERS threads, split over WORKERS processes (each with its own connection pool, as
+     ``uvicorn --workers`` runs a store), released together by a barrier, each confirm
+     their quotes one after another, one transaction per confirm (lock, checks, order, sandbox charge, balanced
      journal entry, entitlement, outbox): purchases per second over the whole wall time;
-  3. the baseline: the same threads insert the same number of plain single-row
+  3. the baseline: the same processes and threads insert the same number of plain single-row
      transactions into a table of the same database;
   4. check the result: one order and one live entitlement per workspace, a sale entry of
      the price per order, revenue equal to orders x price, and ``audit`` clean.
 
 Usage:
     .venv/bin/python bench/store_checkout.py [--backend sqlite|postgresql|both]
-        [--buyers 16] [--purchases 1600] [--pg-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+        [--buyers 16] [--workers 1] [--purchases 1600] [--pg-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import multiprocessing as mp
+import os
 import re
 import shutil
 import tempfile
@@ -25,7 +29,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import make_url
@@ -95,8 +101,9 @@ def setup(store: Store, root: Path, purchases: int) -> list[tuple[Principal, int
     return work
 
 
-def race(buyers: int, jobs: list[Callable[[], None]]) -> float:
-    """Run ``jobs`` on ``buyers`` threads released by a barrier; returns the wall seconds."""
+def race(buyers: int, jobs: list[Callable[[], None]], gate: Any = None) -> tuple[float, float]:
+    """Run ``jobs`` on ``buyers`` threads released together (with the other workers, through
+    ``gate``, when there are several); returns the monotonic start and end."""
     barrier = threading.Barrier(buyers + 1)
     errors: list[BaseException] = []
 
@@ -111,14 +118,80 @@ def race(buyers: int, jobs: list[Callable[[], None]]) -> float:
     threads = [threading.Thread(target=run, args=(jobs[i::buyers],)) for i in range(buyers)]
     for t in threads:
         t.start()
+    if gate is not None:
+        gate.wait()
     barrier.wait()
-    start = time.perf_counter()
+    start = time.monotonic()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - start
+    end = time.monotonic()
     if errors:
         raise RuntimeError(f"{len(errors)} jobs failed; first: {errors[0]!r}")
-    return elapsed
+    return start, end
+
+
+def _buy(
+    store: Store, provider: SandboxProvider, who: Principal, quote_id: int
+) -> Callable[[], None]:
+    def job() -> None:
+        with store.transaction() as s:
+            confirm(who, quote_id, f"bench-{quote_id}", provider=provider, session=s)
+
+    return job
+
+
+def _insert(store: Store, n: int) -> Callable[[], None]:
+    def job() -> None:
+        with store.engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO bench_plain (id, payload) VALUES (:i, :p)"),
+                {"i": n, "p": "x" * 32},
+            )
+
+    return job
+
+
+def worker(
+    url: str, home: Path, phase: str, work: list[Any], buyers: int, gate: Any
+) -> tuple[float, float]:
+    """One server process: its own engine and pool, ``buyers`` threads (as a uvicorn worker
+    has its own). ``phase`` is "confirm" (work: principal, quote id) or "plain" (row ids)."""
+    logging.getLogger("servekit.store.payments").setLevel(logging.ERROR)
+    store = Store(engine=make_engine(url), home=home)
+    provider = SandboxProvider()
+    try:
+        jobs = (
+            [_buy(store, provider, who, q) for who, q in work]
+            if phase == "confirm"
+            else [_insert(store, n) for n in work]
+        )
+        return race(buyers, jobs, gate)
+    finally:
+        store.engine.dispose()
+
+
+def timed(url: str, home: Path, phase: str, work: list[Any], buyers: int, workers: int) -> float:
+    """Wall seconds for ``work`` split over ``workers`` processes of ``buyers / workers``
+    threads each, from the common release to the last buyer's end."""
+    if workers == 1:
+        start, end = worker(url, home, phase, work, buyers, None)
+        return end - start
+    ctx = mp.get_context("spawn")
+    gate = ctx.Manager().Barrier(workers)
+    per = max(1, buyers // workers)
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        spans = list(
+            pool.map(
+                worker,
+                [url] * workers,
+                [home] * workers,
+                [phase] * workers,
+                [work[i::workers] for i in range(workers)],
+                [per] * workers,
+                [gate] * workers,
+            )
+        )
+    return max(e for _, e in spans) - min(s for s, _ in spans)
 
 
 def check(store: Store, purchases: int) -> None:
@@ -139,40 +212,22 @@ def check(store: Store, purchases: int) -> None:
     assert report.ok, report.first_break
 
 
-def measure(backend: str, buyers: int, purchases: int, pg_url: str) -> dict[str, float]:
+def measure(
+    backend: str, buyers: int, workers: int, purchases: int, pg_url: str
+) -> dict[str, float]:
     root = Path(tempfile.mkdtemp(prefix=f"store-bench-{backend}-"))
     url, drop = fresh_url(backend, pg_url, root)
     store = Store(engine=make_engine(url), home=root / "home")
     try:
         migrate(store.engine)
         work = setup(store, root, purchases)
-        provider = SandboxProvider()
-
-        def buy(who: Principal, quote_id: int) -> Callable[[], None]:
-            def job() -> None:
-                with store.transaction() as s:
-                    confirm(who, quote_id, f"bench-{quote_id}", provider=provider, session=s)
-
-            return job
-
-        confirm_s = race(buyers, [buy(w, q) for w, q in work])  # 2
+        confirm_s = timed(url, store.home, "confirm", work, buyers, workers)  # 2
         check(store, purchases)  # 4
         with store.engine.begin() as conn:
             conn.execute(
                 text("CREATE TABLE bench_plain (id INTEGER PRIMARY KEY, payload VARCHAR(64))")
             )
-
-        def insert(n: int) -> Callable[[], None]:
-            def job() -> None:
-                with store.engine.begin() as conn:
-                    conn.execute(
-                        text("INSERT INTO bench_plain (id, payload) VALUES (:i, :p)"),
-                        {"i": n, "p": "x" * 32},
-                    )
-
-            return job
-
-        plain_s = race(buyers, [insert(n) for n in range(purchases)])  # 3
+        plain_s = timed(url, store.home, "plain", list(range(purchases)), buyers, workers)  # 3
     finally:
         store.engine.dispose()
         drop()
@@ -184,19 +239,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--buyers", type=int, default=16)
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes the buyers are split over (uvicorn -w)"
+    )
     parser.add_argument("--purchases", type=int, default=1600)
     parser.add_argument("--pg-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     args = parser.parse_args()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    print(f"{args.buyers} concurrent buyers, {args.purchases} purchases, sandbox provider")
+    print(
+        f"{args.buyers} concurrent buyers in {args.workers} process(es), "
+        f"{args.purchases} purchases, sandbox provider; load average {os.getloadavg()[0]:.2f}"
+    )
     print(
         f"{'database':<11} {'confirmed/s':>12} {'plain inserts/s':>16} {'ratio':>6}  double charges"
     )
     for backend in backends:
-        r = measure(backend, args.buyers, args.purchases, args.pg_url)
+        r = measure(backend, args.buyers, args.workers, args.purchases, args.pg_url)
         ratio = r["confirm_per_s"] / r["plain_per_s"]
         print(
-            f"{backend:<11} {r['confirm_per_s']:>12.0f} {r['plain_per_s']:>16.0f} {ratio:>6.2f}  0 (checked)"
+            f"{backend:<11} {r['confirm_per_s']:>12.0f} {r['plain_per_s']:>16.0f} {ratio:>6.2f}"
+            f"  0 (checked)  load {os.getloadavg()[0]:.2f}"
         )
 
 

@@ -9,6 +9,7 @@ checks them offline.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import sys
@@ -21,15 +22,20 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from sqlalchemy import select
 
 from servekit.cli.main import main
 from servekit.config import load_settings
+from servekit.store.checkout import confirm, create_quote
+from servekit.store.db import open_store
+from servekit.store.models import OrderKind, Subscription
+from servekit.store.payments import SandboxProvider
 from servekit.web.api.app import context_from_settings, create_api_app
 from tests.functional.helpers import EXAMPLES
-from tests.store.conftest import Backend, Packages, backend, packages
+from tests.store.conftest import Backend, Packages, backend, key, member, packages, publish_one
 from tests.web.api.world import PASSWORD, auth, buy, sign
 
-__all__ = ["backend", "packages"]
+__all__ = ["backend", "key", "packages"]
 
 
 @pytest.fixture
@@ -143,3 +149,25 @@ def _buy_through_the_api(
         str(env / "x"),
     )
     assert code == 39 and "404" in out
+
+
+def test_renew_due_renews_a_subscription_whose_period_ended(
+    env: Path, packages: Packages, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = open_store(load_settings())
+    with store.transaction() as s:
+        publish_one(packages.priced, key, store.kits_dir, s)
+        who = member(s, "acme")
+        quote = create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=s)
+        confirm(who, quote.id, "sub", provider=SandboxProvider(), session=s)
+        sub = s.scalars(select(Subscription)).one()
+        sub.period_end = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)  # a year on
+    store.engine.dispose()
+    code, out = run(capsys, "store", "renew-due", "--json")
+    assert code == 0, out
+    (done,) = json.loads(out[out.index("[") :])
+    assert done["outcome"] == "renewed" and done["amount_cents"] == 1900
+    code, out = run(capsys, "store", "renew-due")
+    assert code == 0 and "0 subscription(s) handled" in out
+    code, out = run(capsys, "store", "audit")
+    assert code == 0 and "audit ok" in out

@@ -15,13 +15,14 @@ from servekit.errors import (
     LicenceRequiredError,
     NotForSaleError,
     PermissionDeniedError,
+    StoreConflictError,
     StoreNotFoundError,
 )
 from servekit.store import ledger
 from servekit.store.checkout import confirm, create_quote, refund_order
 from servekit.store.entitlements import cancel_subscription, download, list_entitlements
 from servekit.store.licences import CLAUSES, sign_licence, terms_for
-from servekit.store.models import JournalEntry, OrderKind, OrderStatus, Posting, Role
+from servekit.store.models import JournalEntry, OrderKind, OrderStatus, Posting, Quote, Role
 from servekit.store.payments import SandboxProvider
 from servekit.store.publishing import get_version, retract
 from servekit.store.results import OrderInfo, Principal
@@ -212,3 +213,30 @@ def test_subscription_follows_releases_and_keeps_them_after_it_ends(
     (ent,) = list_entitlements(who, session=shop, now=later)
     assert ent.cancel_at_period_end and not ent.active
     assert ent.downloadable == ("1.0.0", "1.1.0")
+
+
+def test_an_expired_quote_cannot_be_confirmed(shop: Session) -> None:
+    who = member(shop, "acme")
+    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=shop)
+    shop.get_one(Quote, quote.id).expires_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    shop.flush()
+    with pytest.raises(StoreConflictError, match="expired"):
+        confirm(who, quote.id, "late", provider=SANDBOX, session=shop)
+    assert shop.scalar(select(func.count(JournalEntry.id))) == 0
+
+
+def test_another_workspaces_quote_is_not_found(shop: Session) -> None:
+    mine, theirs = member(shop, "acme"), member(shop, "other")
+    quote = create_quote(theirs, "test-priced", "1.0.0", OrderKind.PURCHASE, session=shop)
+    with pytest.raises(StoreNotFoundError):
+        confirm(mine, quote.id, "k", provider=SANDBOX, session=shop)
+    with pytest.raises(StoreNotFoundError):
+        confirm(mine, 10**9, "k2", provider=SANDBOX, session=shop)
+
+
+def test_a_version_retracted_after_the_quote_cannot_be_confirmed(shop: Session) -> None:
+    who = member(shop, "acme")
+    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=shop)
+    retract("test-priced", "1.0.0", "bad figures", session=shop)
+    with pytest.raises(NotForSaleError, match="retracted"):
+        confirm(who, quote.id, "after-retract", provider=SANDBOX, session=shop)

@@ -1,5 +1,5 @@
 """A hypothesis state machine over publish / quote / sign / confirm / refund / subscribe /
-cancel / retract / download: after every step, every invariant holds."""
+cancel / retract / download / renew-due: after every step, every invariant holds."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from servekit.errors import Error
 from servekit.store import ledger
 from servekit.store.audit import audit
-from servekit.store.checkout import confirm, create_quote, refund_order
+from servekit.store.checkout import PERIOD, confirm, create_quote, refund_order
 from servekit.store.entitlements import cancel_subscription, download, downloadable
 from servekit.store.models import (
     Entitlement,
@@ -34,16 +34,20 @@ from servekit.store.models import (
     OrderKind,
     OrderStatus,
     PackageVersion,
+    Renewal,
+    RenewalOutcome,
     Subscription,
     utcnow,
 )
 from servekit.store.payments import SandboxProvider
 from servekit.store.publishing import retract
-from servekit.store.results import OrderInfo, Principal
+from servekit.store.renewals import due_subscriptions, renew_subscription
+from servekit.store.results import OrderInfo, Principal, RenewalInfo
 from tests.store.conftest import Packages, member, publish_one
 from tests.store.test_checkout import _sign
 
 SANDBOX = SandboxProvider()
+DECLINING = SandboxProvider(decline_renewals=True)
 VERSIONS = {"test-free": ["1.0.0"], "test-priced": ["1.0.0", "1.1.0"], "kimi-k3-8xb300": ["1.0.0"]}
 
 
@@ -54,6 +58,7 @@ def machine(
     kits_dir: Path,
     people: list[Principal],
     confirmed: list[int],
+    renewed: list[RenewalOutcome],
 ) -> type:
     class Store(RuleBasedStateMachine):
         quotes = Bundle("quotes")
@@ -119,6 +124,12 @@ def machine(
             for n, quote_id in enumerate(quotes):
                 self.confirm((who, quote_id), f"tab-{n}-{len(confirmed)}")
 
+        @rule(target=orders, who=st.sampled_from(people), n=st.integers(0, 9))
+        def subscribe(self, who: Principal, n: int) -> Any:
+            """Quote and confirm maintenance in one step, so renewals get something to do."""
+            quote_id = self._quote(who, "test-priced", 0, OrderKind.SUBSCRIPTION)
+            return self.confirm((who, quote_id), f"sub-{n}-{len(confirmed)}")
+
         @rule(order=orders)
         def refund(self, order: OrderInfo | None) -> None:
             if order is None:
@@ -137,6 +148,29 @@ def machine(
         def retract(self, pkg: str) -> None:
             with contextlib.suppress(Error):  # not published yet
                 retract(pkg, VERSIONS[pkg][0], "state machine", session=db)
+
+        @rule(years=st.integers(1, 2))
+        def renew_due(self, years: int) -> None:
+            """The operator's daily run, ``years`` periods from now (time is a parameter)."""
+            for info in self._renew(years, SANDBOX):
+                assert info.outcome is not RenewalOutcome.FAILED  # the sandbox accepts
+
+        @rule(years=st.integers(1, 2))
+        def renew_due_with_a_declined_card(self, years: int) -> None:
+            for info in self._renew(years, DECLINING):
+                if info.outcome is RenewalOutcome.RENEWED:  # declined: only free renews
+                    assert info.payment_ref is None and info.detail == "free maintenance"
+
+        def _renew(self, years: int, provider: SandboxProvider) -> list[RenewalInfo]:
+            at = utcnow() + PERIOD * years
+            done = []
+            for sub_id in due_subscriptions(session=db, now=at):
+                with db.begin_nested():
+                    info = renew_subscription(sub_id, provider=provider, session=db, now=at)
+                assert info is not None
+                renewed.append(info.outcome)
+                done.append(info)
+            return done
 
         @rule(who=st.sampled_from(people), pkg=st.sampled_from(sorted(VERSIONS)))
         def download(self, who: Principal, pkg: str) -> None:
@@ -160,10 +194,27 @@ def machine(
                     Order.status == OrderStatus.PAID
                 )
             )
+            renewed = db.scalar(
+                select(func.coalesce(func.sum(Renewal.amount_cents), 0)).where(
+                    Renewal.payment_ref.is_not(None)
+                )
+            )
             revenue = sum(
                 b.amount_cents for b in ledger.balances(session=db) if b.account == ledger.REVENUE
             )
-            assert revenue == -int(paid or 0)
+            assert revenue == -int(paid or 0) - int(renewed or 0)
+
+        @invariant()
+        def an_ended_subscription_is_never_renewed_again(self) -> None:
+            for sub in db.scalars(select(Subscription)):
+                outcomes = db.scalars(
+                    select(Renewal.outcome)
+                    .where(Renewal.subscription_id == sub.id)
+                    .order_by(Renewal.period_start)
+                ).all()
+                ended = [o for o in outcomes if o is not RenewalOutcome.RENEWED]
+                assert len(ended) <= 1 and (not ended or outcomes[-1] is ended[0])
+                assert (sub.ended_at is not None) == bool(ended)
 
         @invariant()
         def one_sale_per_priced_order(self) -> None:
@@ -189,7 +240,11 @@ def machine(
             live = db.execute(
                 select(Subscription.workspace_id, Subscription.package_id)
                 .join(Entitlement, Entitlement.id == Subscription.entitlement_id)
-                .where(Entitlement.revoked_at.is_(None), Subscription.period_end > now)
+                .where(
+                    Entitlement.revoked_at.is_(None),
+                    Subscription.period_end > now,
+                    Subscription.ended_at.is_(None),
+                )
             ).all()
             assert len(live) == len(set(live))
 
@@ -216,11 +271,12 @@ def test_random_sequences_keep_every_invariant(
 ) -> None:
     people = [member(db, "alpha"), member(db, "bravo")]
     confirmed: list[int] = []
+    renewed: list[RenewalOutcome] = []
     run_state_machine_as_test(
-        machine(db, packages, key, kits_dir, people, confirmed),
+        machine(db, packages, key, kits_dir, people, confirmed, renewed),
         settings=settings(
             max_examples=10,
-            stateful_step_count=12,
+            stateful_step_count=20,
             deadline=None,
             suppress_health_check=list(HealthCheck),
             database=None,
@@ -229,3 +285,5 @@ def test_random_sequences_keep_every_invariant(
         ),
     )
     assert confirmed, "no sequence confirmed a purchase: the machine explored nothing"
+    explored = {RenewalOutcome.RENEWED, RenewalOutcome.FAILED}
+    assert explored <= set(renewed), f"renewal went unexplored: only {set(renewed)}"

@@ -182,6 +182,27 @@ def send_outbox_command() -> None:
     stdout.print(f"sent {operator.send_outbox(load_settings())} outbox messages")
 
 
+@app.command("renew-due")
+def renew_due_command(as_json: bool = JSON) -> None:
+    """Renew every maintenance subscription whose period has ended (run it daily).
+
+    Cancelled ones end; the others are charged off-session through the payment provider
+    at the price agreed at checkout: paid, they run another year; refused, they end.
+    Versions released while a subscription ran stay downloadable after it ends.
+    """
+    done = operator.renew_due(load_settings())
+    if as_json:
+        print_json([r.model_dump(mode="json") for r in done])
+        return
+    for r in done:
+        until = f" until {r.period_end:%Y-%m-%d}" if r.period_end else ""
+        stdout.print(
+            f"subscription {r.subscription_id} ({escape(r.package_id)}): {r.outcome.value}"
+            f"{until}; {escape(r.detail)}"
+        )
+    stdout.print(f"{len(done)} subscription(s) handled")
+
+
 @app.command("serve")
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),

@@ -24,6 +24,7 @@ from servekit.store.models import (
     LicenceSigner,
     Order,
     Posting,
+    Renewal,
 )
 from servekit.store.results import AuditReport
 
@@ -84,6 +85,15 @@ def _ledger_break(session: Session) -> str | None:
         ).all()
         if not sales or sales[0] != -order.amount_cents:
             return f"order {order.id}: no sale entry of {order.amount_cents} {order.currency}"
+    paid = select(Renewal).where(Renewal.payment_ref.is_not(None)).order_by(Renewal.id)
+    for renewal in session.scalars(paid):
+        revenue = session.scalar(
+            select(func.sum(Posting.amount_cents)).where(
+                Posting.entry_id == renewal.entry_id, Posting.account == ledger.REVENUE
+            )
+        )
+        if revenue != -renewal.amount_cents:
+            return f"renewal {renewal.id}: no sale entry of {renewal.amount_cents}"
     return None
 
 

@@ -79,7 +79,8 @@ def list_entitlements(
                 version=ver.version,
                 kind=ent.kind,
                 order_id=ent.order_id,
-                active=ent.revoked_at is None and (sub is None or sub.period_end > now),
+                active=ent.revoked_at is None
+                and (sub is None or (sub.period_end > now and sub.ended_at is None)),
                 revoked=ent.revoked_at is not None,
                 retracted=ver.retracted_at is not None,
                 period_end=sub.period_end if sub else None,

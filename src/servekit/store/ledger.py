@@ -56,8 +56,14 @@ def post(
 
 def sale(order_id: int, amount: int, currency: str, provider: str, *, session: Session) -> int:
     """Money collected by ``provider`` for an order: debit the provider, credit revenue."""
+    return _collected(f"sale order {order_id}", order_id, amount, currency, provider, session)
+
+
+def _collected(
+    memo: str, order_id: int, amount: int, currency: str, provider: str, session: Session
+) -> int:
     return post(
-        f"sale order {order_id}",
+        memo,
         [(provider_account(provider), amount), (REVENUE, -amount)],
         currency=currency,
         order_id=order_id,
@@ -74,6 +80,20 @@ def reversal(order_id: int, amount: int, currency: str, provider: str, *, sessio
         order_id=order_id,
         session=session,
     )
+
+
+def renewal(
+    subscription_id: int,
+    order_id: int,
+    amount: int,
+    currency: str,
+    provider: str,
+    *,
+    session: Session,
+) -> int:
+    """A subscription renewed for another period: a sale tied to the subscription's order."""
+    memo = f"renewal subscription {subscription_id}"
+    return _collected(memo, order_id, amount, currency, provider, session)
 
 
 def balances(*, session: Session) -> list[Balance]:

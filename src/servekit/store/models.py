@@ -295,6 +295,37 @@ class Subscription(Base):
     started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     period_end: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     cancel_at_period_end: Mapped[bool] = mapped_column(Boolean, default=False)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    end_reason: Mapped[str | None] = mapped_column(Text)
+
+
+class RenewalOutcome(StrEnum):
+    """What ``renew-due`` did with a subscription at its period end."""
+
+    RENEWED = "renewed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    SUPERSEDED = "superseded"
+
+
+class Renewal(Base):
+    """One period end of a subscription, handled once: renewed (with its sale entry) or
+    ended. The unique period start makes a second run over the same period fail."""
+
+    __tablename__ = "subscription_renewals"
+    __table_args__ = (UniqueConstraint("subscription_id", "period_start"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    subscription_id: Mapped[int] = mapped_column(ForeignKey("subscriptions.id"))
+    period_start: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    outcome: Mapped[RenewalOutcome] = mapped_column(_enum(RenewalOutcome))
+    period_end: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    currency: Mapped[str] = mapped_column(String(3))
+    amount_cents: Mapped[int] = mapped_column(BigInteger)
+    provider: Mapped[str | None] = mapped_column(String(32))
+    payment_ref: Mapped[str | None] = mapped_column(String(200))
+    entry_id: Mapped[int | None] = mapped_column(ForeignKey("journal_entries.id"), unique=True)
+    detail: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Download(Base):

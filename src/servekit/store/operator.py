@@ -6,16 +6,24 @@ transaction, and returns a frozen result for the CLI to render.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from servekit.config import Settings
 from servekit.errors import AuditError
-from servekit.store import accounts, checkout, licences, publishing
+from servekit.store import accounts, checkout, licences, publishing, renewals
 from servekit.store.audit import audit
 from servekit.store.db import Store, migrate, open_store
-from servekit.store.models import Role
+from servekit.store.models import Role, utcnow
 from servekit.store.payments import drain_outbox, provider_from_settings
-from servekit.store.results import AuditReport, NewToken, OrderInfo, PublishResult, VersionInfo
+from servekit.store.results import (
+    AuditReport,
+    NewToken,
+    OrderInfo,
+    PublishResult,
+    RenewalInfo,
+    VersionInfo,
+)
 
 
 def _open(settings: Settings) -> Store:
@@ -100,3 +108,20 @@ def send_outbox(settings: Settings) -> int:
     provider = provider_from_settings(settings)
     with _open(settings).transaction() as s:
         return drain_outbox(provider, session=s)
+
+
+def renew_due(settings: Settings, *, now: dt.datetime | None = None) -> list[RenewalInfo]:
+    """Handle every subscription whose period has ended, one transaction each, so one
+    provider failure or crash leaves the others done (a re-run picks up the rest)."""
+    provider = provider_from_settings(settings)
+    store = _open(settings)
+    at = now or utcnow()
+    with store.transaction() as s:
+        due = renewals.due_subscriptions(session=s, now=at)
+    done = []
+    for sub_id in due:
+        with store.transaction() as s:
+            info = renewals.renew_subscription(sub_id, provider=provider, session=s, now=at)
+        if info is not None:
+            done.append(info)
+    return done

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import stripe
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from stripe.params import PaymentIntentCreateParams
 
 from servekit.config import Settings
 from servekit.errors import PaymentError, UsageError, WebhookSignatureError
@@ -37,23 +38,38 @@ class PaymentProvider(Protocol):
         """Collect ``amount_cents``; returns the provider's payment reference."""
         ...
 
+    def renew(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        """Collect a renewal off-session (nobody is at checkout); raises
+        :class:`PaymentError` when refused. Returns the payment reference."""
+        ...
+
     def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
         """Return ``amount_cents`` of a payment; returns the provider's refund reference."""
         ...
 
 
 class SandboxProvider:
-    """Charges nothing: references are derived from the idempotency key, so retries agree."""
+    """Charges nothing: references are derived from the idempotency key, so retries agree.
+
+    ``decline_renewals`` makes every renewal fail as a declined card would, to try the
+    failure path end to end.
+    """
 
     name = "sandbox"
 
-    def __init__(self) -> None:
+    def __init__(self, *, decline_renewals: bool = False) -> None:
         log.warning(
             "payment provider is the SANDBOX: no money moves; set SERVEKIT_PAYMENT_PROVIDER"
         )
+        self.decline_renewals = decline_renewals
 
     def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
         return "sbx_pay_" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]
+
+    def renew(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        if self.decline_renewals:
+            raise PaymentError("the sandbox declined the renewal (decline_renewals is set)")
+        return self.charge(amount_cents, currency, idempotency_key=idempotency_key, memo=memo)
 
     def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
         return "sbx_ref_" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]
@@ -71,17 +87,29 @@ class StripeProvider:
         self._payment_method = payment_method
 
     def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        return self._intent(amount_cents, currency, idempotency_key, memo, off_session=False)
+
+    def renew(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        """An off-session PaymentIntent: Stripe declines rather than asks for the customer."""
+        return self._intent(amount_cents, currency, idempotency_key, memo, off_session=True)
+
+    def _intent(
+        self, amount_cents: int, currency: str, key: str, memo: str, *, off_session: bool
+    ) -> str:
+        params: PaymentIntentCreateParams = {
+            "amount": amount_cents,
+            "currency": currency,
+            "confirm": True,
+            "payment_method": self._payment_method,
+            "description": memo,
+        }
+        if off_session:
+            params["off_session"] = True
+        else:
+            params["automatic_payment_methods"] = {"enabled": True, "allow_redirects": "never"}
         try:
             intent = self._client.v1.payment_intents.create(
-                params={
-                    "amount": amount_cents,
-                    "currency": currency,
-                    "confirm": True,
-                    "payment_method": self._payment_method,
-                    "description": memo,
-                    "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
-                },
-                options={"idempotency_key": idempotency_key},
+                params=params, options={"idempotency_key": key}
             )
         except stripe.StripeError as exc:
             raise PaymentError(f"Stripe refused the charge: {exc.user_message or exc}") from exc

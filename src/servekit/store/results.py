@@ -6,7 +6,7 @@ import datetime as dt
 
 from pydantic import BaseModel, ConfigDict
 
-from servekit.store.models import Clause, OrderKind, OrderStatus, Role
+from servekit.store.models import Clause, OrderKind, OrderStatus, RenewalOutcome, Role
 
 
 class Result(BaseModel):
@@ -150,3 +150,18 @@ class AuditReport(Result):
     @property
     def ok(self) -> bool:
         return self.first_break is None
+
+
+class RenewalInfo(Result):
+    """What ``renew-due`` did with one subscription at its period end."""
+
+    subscription_id: int
+    workspace_id: int
+    package_id: str
+    outcome: RenewalOutcome
+    period_start: dt.datetime
+    period_end: dt.datetime | None
+    currency: str
+    amount_cents: int
+    payment_ref: str | None
+    detail: str
