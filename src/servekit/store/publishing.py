@@ -19,7 +19,7 @@ import os
 from decimal import Decimal
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from servekit.errors import PackageFileError, StoreConflictError, StoreError, StoreNotFoundError
@@ -190,3 +190,16 @@ def latest_version(package_id: str, *, session: Session) -> PackageVersion | Non
         .order_by(PackageVersion.id.desc())
         .limit(1)
     )
+
+
+def publication_state(*, session: Session) -> tuple[int, int, int]:
+    """(versions, newest id, retracted): changes whenever a version is published or
+    retracted, so a reader re-reads the catalog only then."""
+    row = session.execute(
+        select(
+            func.count(PackageVersion.id),
+            func.coalesce(func.max(PackageVersion.id), 0),
+            func.count(PackageVersion.retracted_at),
+        )
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2])

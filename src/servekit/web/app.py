@@ -1,9 +1,13 @@
 """The web app factory: ``uvicorn --factory servekit.web.app:create_app``.
 
-Each worker builds its own app from the settings; the published catalog lives under
-``SERVEKIT_HOME`` (shared by every worker), never only in one process. The routes read it
-through a :class:`~servekit.catalog.publish.CatalogSource` (``app.state.catalog``), the
-seam where the store plugs in.
+Each worker builds its own app from the settings and opens the store they name (SQLite
+under ``SERVEKIT_HOME``, or ``SERVEKIT_DATABASE_URL``); workers share state only through
+the database and the home, never process memory. The pages read the catalog through a
+:class:`~servekit.catalog.publish.CatalogSource` (``app.state.catalog``): the store's
+(:class:`~servekit.web.storecatalog.StoreCatalog`) unless a test passes another. The
+store's JSON API is mounted under ``/api/v1`` with its OpenAPI document at
+``/api/v1/openapi.json``; it authenticates with bearer tokens, never the session cookie,
+so the CSRF check leaves it alone.
 """
 
 from __future__ import annotations
@@ -13,14 +17,18 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import escape
 from starlette.middleware.sessions import SessionMiddleware
 
-from servekit.catalog.publish import CatalogSource, PublishedCatalog
+from servekit import __version__
+from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
 from servekit.errors import Error, NotFoundError
+from servekit.web.api.app import context_from_settings
+from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
 from servekit.web.routes import catalog
 from servekit.web.security import SecureHeaders
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
+from servekit.web.storecatalog import StoreCatalog
 
 
 def _error_page(request: Request, exc: Exception) -> Response:
@@ -38,11 +46,19 @@ def _error_page(request: Request, exc: Exception) -> Response:
 
 
 def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
-    """A new app serving ``source`` (default: the catalog published under ``settings.home``)."""
+    """A new app serving ``source`` (default: what the settings' store has published)."""
     settings = settings or load_settings()
-    app = FastAPI(title="servekit", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="servekit store API",
+        version=__version__,
+        docs_url=None,  # the interactive docs load scripts from a CDN; the CSP refuses them
+        redoc_url=None,
+        openapi_url=f"{PREFIX}/openapi.json",
+    )
+    ctx = context_from_settings(settings)
     app.state.settings = settings
-    app.state.catalog = source or PublishedCatalog(settings.home)
+    app.state.store = ctx.store
+    app.state.catalog = source or StoreCatalog(ctx.store)
     app.state.pages = PageCache()
     css = stylesheet()
 
@@ -58,10 +74,11 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     def _health() -> dict[str, str]:
         return {"status": "ok"}
 
-    app.include_router(catalog.router)
+    app.include_router(catalog.router, include_in_schema=False)
+    app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
     # outermost last: secure headers, then the session cookie, then the CSRF check
-    app.add_middleware(CSRFProtect)
+    app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
     app.add_middleware(
         SessionMiddleware,
         secret_key=session_key(settings.home),
