@@ -12,8 +12,10 @@ so the CSRF check leaves it alone.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import escape
 from starlette.middleware.sessions import SessionMiddleware
 
@@ -21,20 +23,24 @@ from servekit import __version__
 from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
-from servekit.errors import Error, NotFoundError
+from servekit.errors import AuthenticationError, Error, NotFoundError
 from servekit.web.api.app import context_from_settings
+from servekit.web.api.problems import status_of
 from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
-from servekit.web.routes import catalog
+from servekit.web.routes import catalog, store
 from servekit.web.security import SecureHeaders
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
 from servekit.web.storecatalog import StoreCatalog
 
 
 def _error_page(request: Request, exc: Exception) -> Response:
-    """The one place the web app renders a servekit error."""
+    """The one place the web app renders a servekit error (as HTML; the API renders its own)."""
     assert isinstance(exc, Error)
-    status = 404 if isinstance(exc, NotFoundError) else 400
+    if isinstance(exc, AuthenticationError) and request.method == "GET":
+        return RedirectResponse("/signin?next=" + quote(request.url.path), status_code=303)
+    status = 404 if isinstance(exc, NotFoundError) else status_of(exc)
+    status = 400 if status == 500 else status
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>error</title>'
         '<link rel="stylesheet" href="/static/catalog.css"></head><body><main>'
@@ -42,7 +48,7 @@ def _error_page(request: Request, exc: Exception) -> Response:
         f'<p class="muted">{escape(exc.hint or "")}</p><p><a href="/">catalog</a></p>'
         "</main></body></html>"
     )
-    return HTMLResponse(body, status_code=status)
+    return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
 
 def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
@@ -58,6 +64,7 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     ctx = context_from_settings(settings)
     app.state.settings = settings
     app.state.store = ctx.store
+    app.state.provider = ctx.provider
     app.state.catalog = source or StoreCatalog(ctx.store)
     app.state.pages = PageCache()
     css = stylesheet()
@@ -75,6 +82,7 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         return {"status": "ok"}
 
     app.include_router(catalog.router, include_in_schema=False)
+    app.include_router(store.router, include_in_schema=False)
     app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
     # outermost last: secure headers, then the session cookie, then the CSRF check

@@ -30,6 +30,7 @@ from servekit.store.results import (
     TokenInfo,
     VersionInfo,
 )
+from servekit.web import signin
 from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import ProblemRoute
 
@@ -129,10 +130,11 @@ def _public_routes(router: APIRouter, ctx: ApiContext) -> None:
             return publishing.version_info(publishing.get_version(package_id, version, session=s))
 
     @router.post("/sessions", status_code=201)
-    def sign_in(body: SignInBody) -> SessionToken:
-        """Check the password and open a session; the token is shown once."""
-        with ctx.store.transaction() as s:
-            return SessionToken(token=accounts.sign_in(body.email, body.password, session=s))
+    def sign_in(body: SignInBody, request: Request) -> SessionToken:
+        """Check the password and open a session; the token is shown once. Five failures
+        for the email or the client address in 15 minutes: 429 until the window passes."""
+        client = request.client.host if request.client else "unknown"
+        return SessionToken(token=signin.sign_in(ctx.store, body.email, body.password, client))
 
     @router.get("/me")
     def me(authorization: Auth = None) -> Me:
