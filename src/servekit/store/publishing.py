@@ -14,6 +14,7 @@ Publishing, step by step:
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 from decimal import Decimal
@@ -203,3 +204,18 @@ def publication_state(*, session: Session) -> tuple[int, int, int]:
         )
     ).one()
     return int(row[0]), int(row[1]), int(row[2])
+
+
+def retractions(*, session: Session) -> list[tuple[str, str, str, dt.datetime]]:
+    """(package id, version, reason, when) of every retracted version, oldest first."""
+    rows = session.execute(
+        select(
+            PackageVersion.package_id,
+            PackageVersion.version,
+            PackageVersion.retract_reason,
+            PackageVersion.retracted_at,
+        )
+        .where(PackageVersion.retracted_at.is_not(None))
+        .order_by(PackageVersion.retracted_at, PackageVersion.id)
+    )
+    return [(pid, ver, reason or "retracted", when) for pid, ver, reason, when in rows]

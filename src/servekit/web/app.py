@@ -12,6 +12,7 @@ so the CSRF check leaves it alone.
 
 from __future__ import annotations
 
+import datetime as dt
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -28,6 +29,7 @@ from servekit.web.api.app import context_from_settings
 from servekit.web.api.problems import status_of
 from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
+from servekit.web.feed import current_feed
 from servekit.web.routes import catalog, store
 from servekit.web.security import SecureHeaders
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
@@ -76,6 +78,12 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     @app.get("/favicon.ico", include_in_schema=False)
     def _favicon() -> Response:
         return Response(status_code=204)  # no icon; answering keeps browser consoles clean
+
+    @app.get("/feed.json", include_in_schema=False)
+    def _feed() -> Response:
+        """The store's signed revocation feed (``servekit verify kit --feed``)."""
+        body = current_feed(ctx.store, dt.datetime.now(dt.UTC))
+        return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
 
     @app.get("/healthz", include_in_schema=False)
     def _health() -> dict[str, str]:
