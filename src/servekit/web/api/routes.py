@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request
+from fastapi import Path as PathParam
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
@@ -35,6 +36,8 @@ from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import ProblemRoute
 
 PREFIX = "/api/v1"
+MAX_ID = 2**63 - 1  # the databases' BIGINT: a larger id is simply not found, never a 500
+RowId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 WS = "/workspaces/{workspace}"
 
 
@@ -58,7 +61,7 @@ class QuoteBody(Body):
 
 
 class OrderBody(Body):
-    quote_id: int
+    quote_id: int = Field(ge=1, le=MAX_ID)
 
 
 class SignBody(Body):
@@ -162,7 +165,7 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
             return checkout.create_quote(p, body.package_id, body.version, body.kind, session=s)
 
     @router.get(WS + "/quotes/{quote_id}")
-    def show_quote(workspace: str, quote_id: int, authorization: Auth = None) -> QuoteInfo:
+    def show_quote(workspace: str, quote_id: RowId, authorization: Auth = None) -> QuoteInfo:
         """A quote of this workspace."""
         with ctx.store.transaction() as s:
             return checkout.get_quote(_principal(s, authorization, workspace), quote_id, session=s)
@@ -217,7 +220,7 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
             )
 
     @router.get(WS + "/orders/{order_id}")
-    def show_order(workspace: str, order_id: int, authorization: Auth = None) -> OrderInfo:
+    def show_order(workspace: str, order_id: RowId, authorization: Auth = None) -> OrderInfo:
         """An order of this workspace."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
@@ -233,7 +236,9 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
             return entitlements.list_entitlements(p, session=s)
 
     @router.post(WS + "/entitlements/{entitlement_id}/cancel")
-    def cancel(workspace: str, entitlement_id: int, authorization: Auth = None) -> EntitlementInfo:
+    def cancel(
+        workspace: str, entitlement_id: RowId, authorization: Auth = None
+    ) -> EntitlementInfo:
         """Cancel a maintenance subscription at the end of its period."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
@@ -278,7 +283,7 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
             )
 
     @router.delete(WS + "/tokens/{token_id}", status_code=204)
-    def revoke_token(workspace: str, token_id: int, authorization: Auth = None) -> Response:
+    def revoke_token(workspace: str, token_id: RowId, authorization: Auth = None) -> Response:
         """Revoke one of your API tokens."""
         with ctx.store.transaction() as s:
             accounts.revoke_token(_principal(s, authorization, workspace), token_id, session=s)

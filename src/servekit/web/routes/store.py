@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,7 @@ from servekit.store.db import Store
 from servekit.store.models import Clause, OrderKind, Role
 from servekit.store.results import Principal
 from servekit.web import signin
+from servekit.web.api.routes import MAX_ID, RowId
 from servekit.web.pages import render
 from servekit.web.sessions import csrf_token
 
@@ -170,14 +171,14 @@ def new_token(request: Request, workspace: str, name: Text) -> HTMLResponse:
 
 
 @router.post("/w/{workspace}/tokens/{token_id}/revoke")
-def revoke_token(request: Request, workspace: str, token_id: int) -> Response:
+def revoke_token(request: Request, workspace: str, token_id: RowId) -> Response:
     with _member(request, workspace) as (s, p):
         accounts.revoke_token(p, token_id, session=s)
     return _to(f"/w/{quote(workspace)}")
 
 
 @router.post("/w/{workspace}/entitlements/{entitlement_id}/cancel")
-def cancel(request: Request, workspace: str, entitlement_id: int) -> Response:
+def cancel(request: Request, workspace: str, entitlement_id: RowId) -> Response:
     with _member(request, workspace) as (s, p):
         entitlements.cancel_subscription(p, entitlement_id, session=s)
     return _to(f"/w/{quote(workspace)}")
@@ -230,7 +231,7 @@ def new_quote(
 
 
 @router.get("/w/{workspace}/quotes/{quote_id}", response_class=HTMLResponse)
-def quote_page(request: Request, workspace: str, quote_id: int) -> HTMLResponse:
+def quote_page(request: Request, workspace: str, quote_id: RowId) -> HTMLResponse:
     """The quote, and the explicit confirm (its idempotency key in a hidden field)."""
     with _member(request, workspace) as (s, p):
         q = checkout.get_quote(p, quote_id, session=s)
@@ -247,7 +248,7 @@ def quote_page(request: Request, workspace: str, quote_id: int) -> HTMLResponse:
 
 
 @router.post("/w/{workspace}/quotes/{quote_id}/confirm")
-def confirm(request: Request, workspace: str, quote_id: int, idempotency_key: Text) -> Response:
+def confirm(request: Request, workspace: str, quote_id: RowId, idempotency_key: Text) -> Response:
     """Charge once per idempotency key (a second submit of the form replays the order)."""
     with _member(request, workspace) as (s, p):
         order = checkout.confirm(
@@ -257,7 +258,7 @@ def confirm(request: Request, workspace: str, quote_id: int, idempotency_key: Te
 
 
 @router.get("/w/{workspace}/orders/{order_id}", response_class=HTMLResponse)
-def order_page(request: Request, workspace: str, order_id: int) -> HTMLResponse:
+def order_page(request: Request, workspace: str, order_id: RowId) -> HTMLResponse:
     with _member(request, workspace) as (s, p):
         order = checkout.workspace_order(p, order_id, session=s)
     return _page(request, "store/order.html", ws=p, order=order)
@@ -265,7 +266,11 @@ def order_page(request: Request, workspace: str, order_id: int) -> HTMLResponse:
 
 @router.get("/w/{workspace}/licence/{package_id}/{version}", response_class=HTMLResponse)
 def licence_form(
-    request: Request, workspace: str, package_id: str, version: str, quote_id: int = 0
+    request: Request,
+    workspace: str,
+    package_id: str,
+    version: str,
+    quote_id: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
 ) -> HTMLResponse:
     """The enterprise licence: the full terms with their sha256 and four affirmations."""
     with _member(request, workspace) as (s, p):
