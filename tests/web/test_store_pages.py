@@ -82,7 +82,10 @@ def test_sign_out_ends_the_session_even_for_a_copied_cookie(client: TestClient, 
     assert answer.status_code == 303 and answer.headers["location"].startswith("/signin")
 
 
-def test_sign_in_is_limited_across_workers(client: TestClient, home: Path) -> None:
+def test_sign_in_is_limited_across_workers(home: Path) -> None:
+    # its own client address, so the failures it records limit no other test
+    attacker = ("203.0.113.9", 50000)
+    client = TestClient(create_app(Settings(home=home)), base_url=BASE, client=attacker)
     _signup(client, "target@example.com", "target")
     for _ in range(SIGN_IN_FAILURES):
         form = client.get("/signin")
@@ -95,7 +98,9 @@ def test_sign_in_is_limited_across_workers(client: TestClient, home: Path) -> No
             },
         )
         assert wrong.status_code == 401
-    with TestClient(create_app(Settings(home=home)), base_url=BASE) as other_worker:
+    with TestClient(
+        create_app(Settings(home=home)), base_url=BASE, client=attacker
+    ) as other_worker:
         form = other_worker.get("/signin")
         right = other_worker.post(
             "/signin",
@@ -142,3 +147,22 @@ def test_confirm_submitted_twice_charges_once(client: TestClient) -> None:
     assert held.count('class="download"') == 1
     kit = client.get("/w/buyer-ws/downloads/test-priced/1.0.0")
     assert kit.status_code == 200 and kit.headers["content-type"] == "application/gzip"
+
+
+@pytest.mark.parametrize(
+    ("n", "target"), [(1, "//evil.example/"), (2, "/\\evil.example/"), (3, "https://evil.example/")]
+)
+def test_sign_in_never_redirects_off_site(client: TestClient, n: int, target: str) -> None:
+    _signup(client, f"next{n}@example.com", f"next-{n}")
+    form = client.get("/signin")
+    answer = client.post(
+        "/signin",
+        data={
+            "email": f"next{n}@example.com",
+            "password": "correct horse",
+            "next": target,
+            "csrf_token": _csrf(form.text),
+        },
+        follow_redirects=False,
+    )
+    assert answer.status_code == 303 and answer.headers["location"] == "/account"

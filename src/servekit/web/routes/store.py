@@ -57,8 +57,10 @@ def _to(path: str) -> RedirectResponse:
 
 
 def _safe_next(path: str) -> str:
-    """Only a path on this site (never ``//host`` or a scheme) may be a redirect target."""
-    return path if path.startswith("/") and not path.startswith("//") else "/account"
+    """Only a path on this site may be a redirect target: never ``//host``, nor ``/\\host``
+    (browsers read a backslash as a slash), nor a control character."""
+    on_site = path.startswith("/") and not path.startswith("//") and "\\" not in path
+    return path if on_site and path.isprintable() else "/account"
 
 
 @contextmanager
