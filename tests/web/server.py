@@ -20,13 +20,13 @@ from servekit.web.home import publish_all
 from servekit.web.server import SERVER_OPTIONS
 
 
-def store_publish(dirs: list[Path], home: Path) -> None:
-    """Publish ``dirs`` through the store under ``home`` as `servekit serve` does; every one
-    must be published."""
+def store_publish(dirs: list[Path], home: Path, database_url: str | None = None) -> None:
+    """Publish ``dirs`` through the store of ``home`` (or ``database_url``) as `servekit
+    serve` does; every one must be published."""
     keys = home / "keys"
     if not (keys / PRIVATE_KEY_FILE).exists():
         write_key_pair(generate(), keys)
-    store = open_store(Settings(home=home))
+    store = open_store(Settings(home=home, database_url=database_url))
     try:
         _, refused = publish_all(
             store, dirs, keys / PRIVATE_KEY_FILE, Settings().enterprise_threshold_usd
