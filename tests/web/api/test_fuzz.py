@@ -1,8 +1,10 @@
 """schemathesis against the OpenAPI document the web app serves at /api/v1/openapi.json:
-generated requests, signed in as a buyer who holds a version, never get a 5xx."""
+generated requests, signed in as a buyer who holds a version, never get a 5xx.
+SERVEKIT_TEST_FUZZ_EXAMPLES (default 25) sets the examples per operation."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -56,7 +58,10 @@ def test_no_server_error(served: tuple[Any, str]) -> None:
 
         @given(case=operation.as_strategy())
         @settings(
-            max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None
+            max_examples=int(os.environ.get("SERVEKIT_TEST_FUZZ_EXAMPLES", "25")),
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
         )
         def fuzz(case: schemathesis.Case) -> None:
             if case.path_parameters and "workspace" in case.path_parameters:

@@ -36,7 +36,9 @@ from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import ProblemRoute
 
 PREFIX = "/api/v1"
-MAX_ID = 2**63 - 1  # the databases' BIGINT: a larger id is simply not found, never a 500
+# Ids fit the databases' BIGINT and JSON's safe integers (RFC 8785 canonical JSON, which
+# checkout hashes requests with, refuses larger): a larger id is a 422, never a 500.
+MAX_ID = 2**53 - 1
 RowId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 WS = "/workspaces/{workspace}"
 
