@@ -10,7 +10,10 @@ Steps:
   2. publish them into a fresh SERVEKIT_HOME (load, check every claim, copy);
   3. export the static catalog of the same versions (timed; the figure the issue targets);
   4. serve the live app (uvicorn, 1 worker) and the export (``python -m http.server``),
-     each in its own process on a loopback port;
+     each in its own process on a loopback port. The live app reads the published
+     directory (``file_catalog_app``), not the store: publishing 1 000 versions through
+     the store builds and signs 1 000 kits (about 2 s each on 2 cores). What that leaves
+     out is the store's one aggregate query per request (``StoreCatalog``);
   5. wrk (Debian package ``wrk``) holds 16 connections and fetches the catalog page
      (cycling through its pages) and package pages (cycling through versions) from each
      server; print p50, p99, req/s and the live/static ratio.
@@ -37,17 +40,26 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
+from fastapi import FastAPI
 
 from servekit.catalog import Catalog, Query, export_site, package_page, render_index, render_package
 from servekit.catalog.listing import PAGE_SIZE
 from servekit.catalog.pages import listing_of, package_dirs
-from servekit.catalog.publish import load_published, publish
+from servekit.catalog.publish import PublishedCatalog, load_published, publish
 from servekit.catalog.site import StaticLinks
+from servekit.config import load_settings
+from servekit.web.app import create_app
 from servekit.web.links import LiveLinks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "packages"
 GPUS = ("B300", "H200", "H100", "MI355X")
+
+
+def file_catalog_app() -> FastAPI:
+    """The web app reading ``SERVEKIT_HOME/published`` (step 4), for uvicorn's ``--factory``."""
+    settings = load_settings()
+    return create_app(settings, PublishedCatalog(settings.home))
 
 
 def generate(count: int, out: Path) -> list[Path]:
@@ -221,7 +233,9 @@ def run(opts: argparse.Namespace, work: Path) -> None:
         "-m",
         "uvicorn",
         "--factory",
-        "servekit.web.app:create_app",
+        "--app-dir",
+        str(Path(__file__).resolve().parent),
+        "web_load:file_catalog_app",
         "--port",
         "{port}",
         "--log-level",

@@ -36,6 +36,7 @@ Exit codes (documented in ``docs/errors.md``):
 39    store: the download client could not fetch the kit
 40    web: no such page, package or file
 41    web: the server cannot start (port, state directory, packages)
+42    web: too many failed sign-ins; wait and try again
 45    fit: the model, its weights' headers or the layout cannot be sized
 46    fit: config.json names no known architecture or lacks a field
 47    fit: unknown GPU name
@@ -106,6 +107,7 @@ __all__ = [
     "StoreError",
     "StoreNotFoundError",
     "SubjectMismatchError",
+    "TooManySignInsError",
     "UnsafeArchiveError",
     "UntrustedKeyError",
     "UsageError",
@@ -539,6 +541,12 @@ class ServeError(Error):
     """`servekit serve` cannot start: the state directory or the address is unusable."""
 
     exit_code = 41
+
+
+class TooManySignInsError(Error):
+    """Too many failed sign-ins for this email or client address in the recent window."""
+
+    exit_code = 42
 
 
 # --- store ---------------------------------------------------------------------

@@ -20,7 +20,13 @@ from tests.cli.helpers import commands, options, run_cli
 from tests.functional.helpers import EXAMPLES
 
 # Commands that serve forever or reach the network: drawn arguments could start them.
-LONG_RUNNING = {("serve",), ("sim", "serve"), ("store", "serve"), ("model", "pin"), ("bench", "replay")}
+LONG_RUNNING = {
+    ("serve",),
+    ("sim", "serve"),
+    ("store", "serve"),
+    ("model", "pin"),
+    ("bench", "replay"),
+}
 
 MUTATIONS = [
     "date: 2026-13-45",

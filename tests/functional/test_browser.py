@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from servekit.catalog.pages import package_dirs
-from servekit.catalog.publish import publish
+from servekit.catalog.publish import PublishedCatalog, publish
 from tests.functional.helpers import EXAMPLES, ROOT
-from tests.web.server import serving
+from tests.web.server import serving, store_publish
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -40,7 +40,7 @@ def shots() -> Path:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     home = tmp_path_factory.mktemp("home")
-    publish(package_dirs(EXAMPLES), home)
+    store_publish(package_dirs(EXAMPLES), home)
     with serving(home) as url, sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM))
         context = browser.new_context(base_url=url, viewport={"width": 1280, "height": 900})
@@ -110,7 +110,7 @@ def test_hostile_package_text_runs_nothing_in_the_browser(
     publish([tmp_path / "hostile"], tmp_path / "home")
     dialogs: list[str] = []
     tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    with serving(tmp_path / "home") as url:
+    with serving(tmp_path / "home", PublishedCatalog(tmp_path / "home")) as url:
         for path in ("/", "/packages/tiny-test/1.0.0"):
             tab.goto(url + path)
             tab.wait_for_load_state("load")

@@ -50,6 +50,8 @@ def test_serve_prints_where_things_are_and_stops_on_ctrl_c(tmp_path: Path) -> No
     assert f"http://127.0.0.1:{port}/" in out
     assert "press Ctrl-C" in out and str(tmp_path / "home") in out
     assert "published kimi-k3-8xb300 1.0.0 (ok)" in out
+    assert f"database: sqlite:///{tmp_path / 'home' / 'servekit.db'}" in out
+    assert (tmp_path / "home" / "servekit.db").exists() and (tmp_path / "home" / "kits").is_dir()
     assert "DEVELOPMENT publisher key" in err
     assert (tmp_path / "home" / "keys" / "servekit.pub").exists()
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from servekit.catalog.pages import package_dirs
-from servekit.catalog.publish import publish
-from tests.web.server import serving
+from tests.web.server import serving, store_publish
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "packages"
@@ -18,7 +17,7 @@ EXAMPLES = ROOT / "examples" / "packages"
 @pytest.fixture(scope="session")
 def examples_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("home")
-    publish(package_dirs(EXAMPLES), home)
+    store_publish(package_dirs(EXAMPLES), home)
     return home
 
 

@@ -16,7 +16,7 @@ import httpx
 from pydantic import ValidationError
 
 from servekit.catalog import export_site, load_catalog
-from servekit.catalog.publish import publish
+from servekit.catalog.publish import PublishedCatalog, publish
 from servekit.package.models import Package
 from tests.package.factories import base_definition, default_runs, write_package
 from tests.web.server import serving
@@ -106,7 +106,7 @@ def test_live_pages_and_static_export_show_hostile_text_as_text(tmp_path: Path) 
     package = tmp_path / "packages" / "hostile"
     write_package(package, definition=definition)
     publish([package], tmp_path / "home")
-    with serving(tmp_path / "home") as url:
+    with serving(tmp_path / "home", PublishedCatalog(tmp_path / "home")) as url:
         live = {
             path: httpx.get(url + path).text
             for path in ("/", "/packages/tiny-test/1.0.0", "/packages/nope/<script>")

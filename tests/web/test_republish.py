@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from servekit.catalog.publish import ENTRY_FILE, load_published, publish
+from servekit.catalog.publish import ENTRY_FILE, PublishedCatalog, load_published, publish
 from tests.package.factories import edit_definition, synthetic_records, write_package
 from tests.web.server import serving
 
@@ -26,7 +26,7 @@ def test_retract_and_rerun_change_the_card(tmp_path: Path) -> None:
     package, home = tmp_path / "pkg", tmp_path / "home"
     write_package(package)
     publish([package], home)
-    with serving(home) as url:
+    with serving(home, PublishedCatalog(home)) as url:
         before = httpx.get(url + CARD).text
         assert {"ttft-p50-c1", "e2el-p99-c4", "otps-gpu-c4"} <= _figure_ids(before)
         ttft_before = _value(before, "ttft-p50-c1")

@@ -62,9 +62,14 @@ def load_entry(directory: Path) -> Entry:
 
 @dataclass
 class Catalog:
-    """Every package version on show, sorted by id then version."""
+    """Every package version on show, sorted by id then version.
+
+    ``retracted`` maps (id, version) to the store's reason: those versions keep their
+    package page (which says so) but leave the listing, since they are no longer for sale.
+    """
 
     entries: list[Entry]
+    retracted: dict[tuple[str, str], str] = field(default_factory=dict)
     _by_key: dict[tuple[str, str], Entry] = field(init=False)
     facets: Facets = field(init=False)
 
@@ -72,11 +77,15 @@ class Catalog:
         _refuse_duplicates(self.entries)
         self.entries.sort(key=lambda e: (e.card.id, _version_key(e.card.version)))
         self._by_key = {(e.card.id, e.card.version): e for e in self.entries}
-        self.facets = facets(self.cards)
+        self.facets = facets(self.on_sale)
 
     @property
     def cards(self) -> list[Card]:
         return [e.card for e in self.entries]
+
+    @property
+    def on_sale(self) -> list[Card]:
+        return [c for c in self.cards if (c.id, c.version) not in self.retracted]
 
     def get(self, package_id: str, version: str) -> Entry | None:
         return self._by_key.get((package_id, version))
@@ -152,6 +161,7 @@ class PackagePage(BaseModel):
     kit_excludes: tuple[str, ...]
     history: tuple[VersionRow, ...]
     verify_commands: tuple[str, ...]
+    retracted: str | None = None  # the store's reason, when this version is off sale
 
 
 def _computed(entry: Entry, figure_id: str) -> str:
@@ -236,8 +246,9 @@ def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
         kit_excludes=excludes,
         history=history,
         verify_commands=_verify_commands(entry.card),
+        retracted=catalog.retracted.get((entry.card.id, entry.card.version)),
     )
 
 
 def listing_of(catalog: Catalog, query: Query, page_size: int) -> Listing:
-    return list_cards(catalog.cards, query, all_facets=catalog.facets, page_size=page_size)
+    return list_cards(catalog.on_sale, query, all_facets=catalog.facets, page_size=page_size)

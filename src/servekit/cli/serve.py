@@ -35,11 +35,16 @@ def _announce(home: Home, url: str) -> None:
             f"{escape(str(home.key_dir))}. It is for development only: never sign a kit "
             "you sell with it."
         )
-    for entry in home.published:
-        ok = "ok" if entry.card.checks_pass else "claims refused"
-        stdout.print(f"published {escape(entry.card.id)} {escape(entry.card.version)} ({ok})")
+    for v in home.published:
+        stdout.print(f"published {escape(v.package_id)} {escape(v.version)} (ok)")
+    for refused in home.refused:
+        stderr.print(
+            f"[bold red]not published:[/] {escape(str(refused.directory))}: {escape(refused.reason)}"
+        )
     stdout.print(f"catalog:  [bold]{url}[/]")
-    stdout.print(f"state:    {escape(str(home.root.resolve()))} (published packages, keys)")
+    stdout.print(f"api:      {url}api/v1/openapi.json")
+    stdout.print(f"state:    {escape(str(home.root.resolve()))} (kits, published packages, keys)")
+    stdout.print(f"database: {escape(home.database)}")
     stdout.print(f"key:      {escape(str(home.key_dir.resolve()))} (development only)")
     stdout.print("stop:     press Ctrl-C")
 
@@ -55,7 +60,7 @@ def serve(
     """Serve the catalog web app in the foreground (state in SERVEKIT_HOME; Ctrl-C stops it)."""
     settings = load_settings()
     _check_address(host, port)
-    home = prepare_home(settings.home, packages or settings.examples_dir)
+    home = prepare_home(settings, packages or settings.examples_dir)
     _announce(home, f"http://{host}:{port}/")
     import uvicorn  # here, not at the top: every other command starts without it
 

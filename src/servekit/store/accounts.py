@@ -15,7 +15,7 @@ import secrets
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from servekit.errors import (
@@ -23,15 +23,27 @@ from servekit.errors import (
     PermissionDeniedError,
     StoreConflictError,
     StoreNotFoundError,
+    TooManySignInsError,
     UsageError,
 )
-from servekit.store.models import ApiToken, LoginSession, Membership, Role, User, Workspace, utcnow
+from servekit.store.models import (
+    ApiToken,
+    LoginSession,
+    Membership,
+    Role,
+    SignInFailure,
+    User,
+    Workspace,
+    utcnow,
+)
 from servekit.store.results import NewToken, Principal, TokenInfo
 
 SESSION_DAYS = 14
 TOKEN_PREFIX = "sk_"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 BUYING_ROLES = frozenset({Role.OWNER, Role.BUYER})
+SIGN_IN_FAILURES = 5  # failed sign-ins per email, and per client address, in the window
+SIGN_IN_WINDOW = dt.timedelta(minutes=15)
 
 _hasher = PasswordHasher()
 
@@ -63,9 +75,35 @@ def user_id_by_email(email: str, *, session: Session) -> int:
     return uid
 
 
-def sign_in(email: str, password: str, *, session: Session) -> str:
-    """Check the password and open a session; returns the session token (shown once)."""
-    user = session.scalar(select(User).where(User.email == email.strip().lower()))
+def _check_rate(email: str, client: str, session: Session) -> None:
+    since = utcnow() - SIGN_IN_WINDOW
+    for column, value in ((SignInFailure.email, email), (SignInFailure.client, client)):
+        failures = session.scalar(
+            select(func.count(SignInFailure.id)).where(column == value, SignInFailure.at > since)
+        )
+        if (failures or 0) >= SIGN_IN_FAILURES:
+            raise TooManySignInsError(
+                f"too many failed sign-ins in the last {SIGN_IN_WINDOW.seconds // 60} minutes",
+                hint="wait a few minutes, then try again (or reset the password)",
+            )
+
+
+def record_failure(email: str, client: str, *, session: Session) -> None:
+    """Count a failed sign-in (in its own transaction: the failing one rolls back)."""
+    session.add(SignInFailure(email=email.strip().lower(), client=client[:64]))
+
+
+def sign_in(email: str, password: str, *, session: Session, client: str | None = None) -> str:
+    """Check the password and open a session; returns the session token (shown once).
+
+    With ``client`` (the caller's address), refuses once :data:`SIGN_IN_FAILURES` failures
+    for the email or the client are recorded in the last :data:`SIGN_IN_WINDOW`; callers
+    record each failure with :func:`record_failure`.
+    """
+    email = email.strip().lower()
+    if client is not None:
+        _check_rate(email, client[:64], session)
+    user = session.scalar(select(User).where(User.email == email))
     try:
         if user is None or not _hasher.verify(user.password_hash, password):
             raise AuthenticationError("wrong email or password")
@@ -75,6 +113,41 @@ def sign_in(email: str, password: str, *, session: Session) -> str:
     expires = utcnow() + dt.timedelta(days=SESSION_DAYS)
     session.add(LoginSession(user_id=user.id, token_sha256=_sha(token), expires_at=expires))
     return token
+
+
+def sign_out(token: str, *, session: Session) -> None:
+    """End the session ``token`` opened (a no-op for an unknown one)."""
+    session.execute(delete(LoginSession).where(LoginSession.token_sha256 == _sha(token)))
+
+
+def workspaces_of(user_id: int, *, session: Session) -> list[tuple[str, str, Role]]:
+    """(slug, name, role) of every workspace the user belongs to."""
+    rows = session.execute(
+        select(Workspace.slug, Workspace.name, Membership.role)
+        .join(Membership, Membership.workspace_id == Workspace.id)
+        .where(Membership.user_id == user_id)
+        .order_by(Workspace.slug)
+    )
+    return [(slug, name, role) for slug, name, role in rows]
+
+
+def members(principal: Principal, *, session: Session) -> list[tuple[str, Role]]:
+    """(email, role) of every member of the principal's workspace."""
+    rows = session.execute(
+        select(User.email, Membership.role)
+        .join(Membership, Membership.user_id == User.id)
+        .where(Membership.workspace_id == principal.workspace_id)
+        .order_by(User.email)
+    )
+    return [(email, role) for email, role in rows]
+
+
+def require_owner(principal: Principal) -> None:
+    if principal.role is not Role.OWNER:
+        raise PermissionDeniedError(
+            f"only an owner of {principal.workspace} can change its members",
+            hint="ask an owner",
+        )
 
 
 def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:

@@ -108,6 +108,17 @@ class LoginSession(Base):
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
 
 
+class SignInFailure(Base):
+    """A failed sign-in, by email and by client address: the rate limit counts these rows,
+    so every worker and host limits together."""
+
+    __tablename__ = "sign_in_failures"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), index=True)
+    client: Mapped[str] = mapped_column(String(64), index=True)
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class Workspace(Base):
     __tablename__ = "workspaces"
     id: Mapped[int] = mapped_column(Id, primary_key=True)

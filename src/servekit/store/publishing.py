@@ -14,12 +14,13 @@ Publishing, step by step:
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 from decimal import Decimal
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from servekit.errors import PackageFileError, StoreConflictError, StoreError, StoreNotFoundError
@@ -190,3 +191,31 @@ def latest_version(package_id: str, *, session: Session) -> PackageVersion | Non
         .order_by(PackageVersion.id.desc())
         .limit(1)
     )
+
+
+def publication_state(*, session: Session) -> tuple[int, int, int]:
+    """(versions, newest id, retracted): changes whenever a version is published or
+    retracted, so a reader re-reads the catalog only then."""
+    row = session.execute(
+        select(
+            func.count(PackageVersion.id),
+            func.coalesce(func.max(PackageVersion.id), 0),
+            func.count(PackageVersion.retracted_at),
+        )
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def retractions(*, session: Session) -> list[tuple[str, str, str, dt.datetime]]:
+    """(package id, version, reason, when) of every retracted version, oldest first."""
+    rows = session.execute(
+        select(
+            PackageVersion.package_id,
+            PackageVersion.version,
+            PackageVersion.retract_reason,
+            PackageVersion.retracted_at,
+        )
+        .where(PackageVersion.retracted_at.is_not(None))
+        .order_by(PackageVersion.retracted_at, PackageVersion.id)
+    )
+    return [(pid, ver, reason or "retracted", when) for pid, ver, reason, when in rows]

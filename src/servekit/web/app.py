@@ -1,32 +1,48 @@
 """The web app factory: ``uvicorn --factory servekit.web.app:create_app``.
 
-Each worker builds its own app from the settings; the published catalog lives under
-``SERVEKIT_HOME`` (shared by every worker), never only in one process. The routes read it
-through a :class:`~servekit.catalog.publish.CatalogSource` (``app.state.catalog``), the
-seam where the store plugs in.
+Each worker builds its own app from the settings and opens the store they name (SQLite
+under ``SERVEKIT_HOME``, or ``SERVEKIT_DATABASE_URL``); workers share state only through
+the database and the home, never process memory. The pages read the catalog through a
+:class:`~servekit.catalog.publish.CatalogSource` (``app.state.catalog``): the store's
+(:class:`~servekit.web.storecatalog.StoreCatalog`) unless a test passes another. The
+store's JSON API is mounted under ``/api/v1`` with its OpenAPI document at
+``/api/v1/openapi.json``; it authenticates with bearer tokens, never the session cookie,
+so the CSRF check leaves it alone.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from urllib.parse import quote
+
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import escape
 from starlette.middleware.sessions import SessionMiddleware
 
-from servekit.catalog.publish import CatalogSource, PublishedCatalog
+from servekit import __version__
+from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
-from servekit.errors import Error, NotFoundError
+from servekit.errors import AuthenticationError, Error, NotFoundError
+from servekit.web.api.app import context_from_settings
+from servekit.web.api.problems import status_of
+from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
-from servekit.web.routes import catalog
+from servekit.web.feed import current_feed
+from servekit.web.routes import catalog, store
 from servekit.web.security import SecureHeaders
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
+from servekit.web.storecatalog import StoreCatalog
 
 
 def _error_page(request: Request, exc: Exception) -> Response:
-    """The one place the web app renders a servekit error."""
+    """The one place the web app renders a servekit error (as HTML; the API renders its own)."""
     assert isinstance(exc, Error)
-    status = 404 if isinstance(exc, NotFoundError) else 400
+    if isinstance(exc, AuthenticationError) and request.method == "GET":
+        return RedirectResponse("/signin?next=" + quote(request.url.path), status_code=303)
+    status = 404 if isinstance(exc, NotFoundError) else status_of(exc)
+    status = 400 if status == 500 else status
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>error</title>'
         '<link rel="stylesheet" href="/static/catalog.css"></head><body><main>'
@@ -34,15 +50,24 @@ def _error_page(request: Request, exc: Exception) -> Response:
         f'<p class="muted">{escape(exc.hint or "")}</p><p><a href="/">catalog</a></p>'
         "</main></body></html>"
     )
-    return HTMLResponse(body, status_code=status)
+    return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
 
 def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
-    """A new app serving ``source`` (default: the catalog published under ``settings.home``)."""
+    """A new app serving ``source`` (default: what the settings' store has published)."""
     settings = settings or load_settings()
-    app = FastAPI(title="servekit", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="servekit store API",
+        version=__version__,
+        docs_url=None,  # the interactive docs load scripts from a CDN; the CSP refuses them
+        redoc_url=None,
+        openapi_url=f"{PREFIX}/openapi.json",
+    )
+    ctx = context_from_settings(settings)
     app.state.settings = settings
-    app.state.catalog = source or PublishedCatalog(settings.home)
+    app.state.store = ctx.store
+    app.state.provider = ctx.provider
+    app.state.catalog = source or StoreCatalog(ctx.store)
     app.state.pages = PageCache()
     css = stylesheet()
 
@@ -54,14 +79,22 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     def _favicon() -> Response:
         return Response(status_code=204)  # no icon; answering keeps browser consoles clean
 
+    @app.get("/feed.json", include_in_schema=False)
+    def _feed() -> Response:
+        """The store's signed revocation feed (``servekit verify kit --feed``)."""
+        body = current_feed(ctx.store, dt.datetime.now(dt.UTC))
+        return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
+
     @app.get("/healthz", include_in_schema=False)
     def _health() -> dict[str, str]:
         return {"status": "ok"}
 
-    app.include_router(catalog.router)
+    app.include_router(catalog.router, include_in_schema=False)
+    app.include_router(store.router, include_in_schema=False)
+    app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
     # outermost last: secure headers, then the session cookie, then the CSRF check
-    app.add_middleware(CSRFProtect)
+    app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
     app.add_middleware(
         SessionMiddleware,
         secret_key=session_key(settings.home),

@@ -83,11 +83,16 @@ def _submitted(scope: Scope, body: bytes) -> str | None:
 class CSRFProtect:
     """Refuses an unsafe request whose CSRF token is missing or not the session's."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, exempt: tuple[str, ...] = ()) -> None:
         self.app = app
+        self.exempt = exempt  # path prefixes authenticated by bearer tokens, not the cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in SAFE_METHODS:
+        if (
+            scope["type"] != "http"
+            or scope["method"] in SAFE_METHODS
+            or scope["path"].startswith(self.exempt)
+        ):
             await self.app(scope, receive, send)
             return
         body, complete = await _read_body(receive)

@@ -21,6 +21,7 @@ TYPE_PREFIX = "urn:servekit:problem:"
 STATUS: tuple[tuple[type[errors.Error], int], ...] = (
     (errors.StoreNotFoundError, 404),
     (errors.AuthenticationError, 401),
+    (errors.TooManySignInsError, 429),
     (errors.PermissionDeniedError, 403),
     (errors.LicenceRequiredError, 403),
     (errors.IdempotencyConflictError, 422),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request
+from fastapi import Path as PathParam
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
@@ -30,10 +31,15 @@ from servekit.store.results import (
     TokenInfo,
     VersionInfo,
 )
+from servekit.web import signin
 from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import ProblemRoute
 
 PREFIX = "/api/v1"
+# Ids fit the databases' BIGINT and JSON's safe integers (RFC 8785 canonical JSON, which
+# checkout hashes requests with, refuses larger): a larger id is a 422, never a 500.
+MAX_ID = 2**53 - 1
+RowId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 WS = "/workspaces/{workspace}"
 
 
@@ -57,7 +63,7 @@ class QuoteBody(Body):
 
 
 class OrderBody(Body):
-    quote_id: int
+    quote_id: int = Field(ge=1, le=MAX_ID)
 
 
 class SignBody(Body):
@@ -129,10 +135,11 @@ def _public_routes(router: APIRouter, ctx: ApiContext) -> None:
             return publishing.version_info(publishing.get_version(package_id, version, session=s))
 
     @router.post("/sessions", status_code=201)
-    def sign_in(body: SignInBody) -> SessionToken:
-        """Check the password and open a session; the token is shown once."""
-        with ctx.store.transaction() as s:
-            return SessionToken(token=accounts.sign_in(body.email, body.password, session=s))
+    def sign_in(body: SignInBody, request: Request) -> SessionToken:
+        """Check the password and open a session; the token is shown once. Five failures
+        for the email or the client address in 15 minutes: 429 until the window passes."""
+        client = request.client.host if request.client else "unknown"
+        return SessionToken(token=signin.sign_in(ctx.store, body.email, body.password, client))
 
     @router.get("/me")
     def me(authorization: Auth = None) -> Me:
@@ -160,7 +167,7 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
             return checkout.create_quote(p, body.package_id, body.version, body.kind, session=s)
 
     @router.get(WS + "/quotes/{quote_id}")
-    def show_quote(workspace: str, quote_id: int, authorization: Auth = None) -> QuoteInfo:
+    def show_quote(workspace: str, quote_id: RowId, authorization: Auth = None) -> QuoteInfo:
         """A quote of this workspace."""
         with ctx.store.transaction() as s:
             return checkout.get_quote(_principal(s, authorization, workspace), quote_id, session=s)
@@ -215,7 +222,7 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
             )
 
     @router.get(WS + "/orders/{order_id}")
-    def show_order(workspace: str, order_id: int, authorization: Auth = None) -> OrderInfo:
+    def show_order(workspace: str, order_id: RowId, authorization: Auth = None) -> OrderInfo:
         """An order of this workspace."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
@@ -231,7 +238,9 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
             return entitlements.list_entitlements(p, session=s)
 
     @router.post(WS + "/entitlements/{entitlement_id}/cancel")
-    def cancel(workspace: str, entitlement_id: int, authorization: Auth = None) -> EntitlementInfo:
+    def cancel(
+        workspace: str, entitlement_id: RowId, authorization: Auth = None
+    ) -> EntitlementInfo:
         """Cancel a maintenance subscription at the end of its period."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
@@ -276,7 +285,7 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
             )
 
     @router.delete(WS + "/tokens/{token_id}", status_code=204)
-    def revoke_token(workspace: str, token_id: int, authorization: Auth = None) -> Response:
+    def revoke_token(workspace: str, token_id: RowId, authorization: Auth = None) -> Response:
         """Revoke one of your API tokens."""
         with ctx.store.transaction() as s:
             accounts.revoke_token(_principal(s, authorization, workspace), token_id, session=s)
