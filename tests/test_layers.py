@@ -18,10 +18,10 @@ FRONT_ENDS = {"cli", "web", "store"}
 
 # area -> servekit areas it must not import
 FORBIDDEN: dict[str, set[str]] = {
-    "package": FRONT_ENDS | {"hub", "receipts", "bench", "verify", "kit", "catalog", "fit"},
-    "hub": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
+    "package": FRONT_ENDS | {"weights", "receipts", "bench", "verify", "kit", "catalog", "fit"},
+    "weights": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
     "receipts": FRONT_ENDS | {"bench", "verify", "kit", "catalog"},
-    "bench": FRONT_ENDS | {"receipts", "verify", "kit", "catalog", "hub"},
+    "bench": FRONT_ENDS | {"receipts", "verify", "kit", "catalog", "weights"},
     "verify": FRONT_ENDS | {"kit", "bench", "catalog"},
     "kit": FRONT_ENDS | {"verify", "bench", "catalog"},
     "catalog": FRONT_ENDS,

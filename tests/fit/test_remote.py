@@ -11,7 +11,7 @@ import pytest
 
 from servekit.fit import FitOptions, Parallelism, from_directory, from_hub, predict
 from servekit.fit.models import Basis
-from servekit.hub.client import Hub
+from servekit.weights.hub import Hub
 from tests.fit.checkpoints import LLAMA, llama_shapes, write_model
 from tests.hubserver import FakeRepo, HubServer, RepoFileSpec
 

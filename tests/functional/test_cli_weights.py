@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from servekit.hub.hashing import MAP_MIN_BYTES, READ_BUFFER
+from servekit.weights.hashing import MAP_MIN_BYTES, READ_BUFFER
 from tests.functional.helpers import ROOT
 from tests.functional.helpers import servekit as run_servekit
 from tests.hubserver import GRANTED_TOKEN, FakeRepo, HubServer, hub_server, model_files

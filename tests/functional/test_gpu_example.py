@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from servekit.hub.pinfile import read_pin
 from servekit.package import check, load_package
+from servekit.weights.pinfile import read_pin
 from tests.functional.helpers import ROOT, servekit
 from tests.package.factories import edit_definition
 

@@ -15,10 +15,6 @@ from servekit.errors import (
     UntrustedKeyError,
     VerificationError,
 )
-from servekit.hub.hashing import READ_BUFFER
-from servekit.hub.models import ProblemKind, WeightsPin
-from servekit.hub.pin import pin_directory
-from servekit.hub.pinfile import pin_json
 from servekit.kit.build import build_kit
 from servekit.package.files import PIN_FILE
 from servekit.receipts.keys import load_trust_store
@@ -29,6 +25,10 @@ from servekit.verify.weights import (
     expected_from_kit,
     verify_weights,
 )
+from servekit.weights.hashing import READ_BUFFER
+from servekit.weights.models import ProblemKind, WeightsPin
+from servekit.weights.pin import pin_directory
+from servekit.weights.pinfile import pin_json
 from tests.kit.helpers import KEYS, private_key
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,11 +8,11 @@ import typer
 from rich.markup import escape
 
 from servekit.cli.output import print_json, stdout
-from servekit.hub.models import WeightsPin
-from servekit.hub.package import pin_into_package
-from servekit.hub.pin import pin_directory, pin_repo
-from servekit.hub.pinfile import write_pin
 from servekit.seams import output_file
+from servekit.weights.models import WeightsPin
+from servekit.weights.package import pin_into_package
+from servekit.weights.pin import pin_directory, pin_repo
+from servekit.weights.pinfile import write_pin
 
 app = typer.Typer(
     help="Pin an upstream model at an immutable commit, or digest a local model tree "

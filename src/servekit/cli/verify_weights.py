@@ -11,7 +11,6 @@ from servekit.cli.feed import hold_against_feed
 from servekit.cli.output import fail, print_json, stdout
 from servekit.cli.verify_kit import identity_line
 from servekit.errors import Error, UsageError
-from servekit.hub.client import Hub
 from servekit.receipts.keys import TrustStore, load_trust_store
 from servekit.verify.weights import (
     Expected,
@@ -21,6 +20,7 @@ from servekit.verify.weights import (
     expected_from_package,
     expected_from_pin_file,
 )
+from servekit.weights.hub import Hub
 
 
 def _expected(

@@ -21,9 +21,9 @@ from servekit.fit.arch import read_config
 from servekit.fit.models import GIB, Basis, FitOptions, FitResult, KvDtype, Parallelism
 from servekit.fit.predict import ModelSource, predict
 from servekit.fit.sources import from_directory, from_hub
-from servekit.hub.client import Hub
 from servekit.package.files import VENDORED_CONFIG
 from servekit.package.load import LoadedPackage
+from servekit.weights.hub import Hub
 
 STATED_ERROR = {Basis.HEADERS: 0.02, Basis.CONFIG: 0.03}
 

@@ -4,7 +4,7 @@
 shard's header is fetched with two HTTP range reads (its length, then its JSON)
 through ``huggingface_hub``'s own session, so the endpoint, token and CDN redirects
 are those of every other Hub call. Errors are translated by
-:func:`servekit.hub.client.hub_errors`.
+:func:`servekit.weights.hub.hub_errors`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from servekit.errors import HeaderError
 from servekit.fit.arch import read_config
 from servekit.fit.headers import INDEX, ReadRange, parse_header, weight_files
 from servekit.fit.models import Tensor
-from servekit.hub.client import Hub, hub_errors
+from servekit.weights.hub import Hub, hub_errors
 
 
 @dataclass(frozen=True)

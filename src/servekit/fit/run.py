@@ -9,8 +9,8 @@ from servekit.fit.models import FitOptions, FitResult
 from servekit.fit.package import PackageFit, package_fit
 from servekit.fit.predict import predict
 from servekit.fit.sources import resolve
-from servekit.hub.client import Hub
 from servekit.package.load import load_package
+from servekit.weights.hub import Hub
 
 
 def run(

@@ -9,7 +9,7 @@ from servekit.errors import UsageError
 from servekit.fit.arch import read_config
 from servekit.fit.headers import local_tensors
 from servekit.fit.predict import ModelSource
-from servekit.hub.client import Hub
+from servekit.weights.hub import Hub
 
 _REMOTE = re.compile(r"^(?P<repo>[A-Za-z0-9._-]+/[A-Za-z0-9._-]+)@(?P<rev>[^@\s]+)$")
 

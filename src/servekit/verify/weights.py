@@ -1,12 +1,12 @@
 """Verify a model tree on disk against its pin, at the speed of the disk.
 
-Steps (docs/digest.md; the error raised follows :mod:`servekit.hub.problems`):
+Steps (docs/digest.md; the error raised follows :mod:`servekit.weights.problems`):
 
-1. walk the tree safely (:func:`~servekit.hub.tree.scan_tree`): cache-snapshot links
+1. walk the tree safely (:func:`~servekit.weights.tree.scan_tree`): cache-snapshot links
    are followed only inside the snapshot and its ``blobs/``;
 2. compare the file list and sizes with the pin and stop there, before reading a
    byte, when any file is missing, extra, of the wrong size, unreadable or unsafe;
-3. hash every file on every core, largest first (:mod:`servekit.hub.hashing`);
+3. hash every file on every core, largest first (:mod:`servekit.weights.hashing`);
 4. compare each sha256 with the pin, then the tree digest of what was read with
    the pin's tree digest.
 
@@ -28,19 +28,19 @@ from pydantic import BaseModel, ConfigDict
 
 from servekit import progress
 from servekit.errors import FileChangedError, MissingFileError
-from servekit.hub.digest import tree_digest
-from servekit.hub.hashing import Hashed, hash_files
-from servekit.hub.models import FileProblem, PinnedFile, ProblemKind, WeightsPin
-from servekit.hub.package import check_pin_agrees, package_pin
-from servekit.hub.pinfile import parse_pin, read_pin
-from servekit.hub.problems import problems_error
-from servekit.hub.tree import LocalFile, TreeScan, scan_tree
 from servekit.package.files import PACKAGE_FILE, PIN_FILE
 from servekit.package.load import parse_package
 from servekit.package.models import ModelPin
 from servekit.receipts.keys import TrustStore
 from servekit.verify.archive import KitContents
 from servekit.verify.kit import verify_kit
+from servekit.weights.digest import tree_digest
+from servekit.weights.hashing import Hashed, hash_files
+from servekit.weights.models import FileProblem, PinnedFile, ProblemKind, WeightsPin
+from servekit.weights.package import check_pin_agrees, package_pin
+from servekit.weights.pinfile import parse_pin, read_pin
+from servekit.weights.problems import problems_error
+from servekit.weights.tree import LocalFile, TreeScan, scan_tree
 
 
 class Stage(StrEnum):
@@ -150,7 +150,7 @@ class WeightsReport(BaseModel):
         return data
 
     def raise_for_problems(self) -> None:
-        """Raise the error for the problems found (see :mod:`servekit.hub.problems`)."""
+        """Raise the error for the problems found (see :mod:`servekit.weights.problems`)."""
         if self.problems:
             raise problems_error(self.problems, f"{self.directory} does not match {self.source}")
 

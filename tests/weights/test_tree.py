@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from servekit.errors import UsageError
-from servekit.hub.models import ProblemKind
-from servekit.hub.tree import scan_tree
+from servekit.weights.models import ProblemKind
+from servekit.weights.tree import scan_tree
 
 
 def _tree(root: Path) -> Path:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servekit.errors import UsageError
-from servekit.hub.digest import path_problem, sort_key
-from servekit.hub.models import FileProblem, ProblemKind, os_reason
+from servekit.weights.digest import path_problem, sort_key
+from servekit.weights.models import FileProblem, ProblemKind, os_reason
 
 IGNORED_AT_ROOT = frozenset({".git", ".cache/huggingface"})
 

@@ -1,6 +1,6 @@
 """Read and write ``PIN.json``: JSON, UTF-8, two-space indent, files sorted by path.
 
-Reading checks the document against :class:`~servekit.hub.models.WeightsPin`, then
+Reading checks the document against :class:`~servekit.weights.models.WeightsPin`, then
 recomputes the tree digest from the listed files: a pin whose file list does not
 match its own digest is refused.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from servekit.errors import FileChangedError, UsageError
-from servekit.hub.digest import tree_digest
-from servekit.hub.models import WeightsPin
+from servekit.weights.digest import tree_digest
+from servekit.weights.models import WeightsPin
 
 
 def pin_json(pin: WeightsPin) -> str:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from servekit.hub.hashing import MAP_MIN_BYTES, READ_BUFFER, Hashed, HashMethod, hash_files
-from servekit.hub.mapped import mapped_digest
-from servekit.hub.models import FileProblem, ProblemKind
-from servekit.hub.tree import LocalFile
+from servekit.weights.hashing import MAP_MIN_BYTES, READ_BUFFER, Hashed, HashMethod, hash_files
+from servekit.weights.mapped import mapped_digest
+from servekit.weights.models import FileProblem, ProblemKind
+from servekit.weights.tree import LocalFile
 
 
 def _job(path: Path, name: str | None = None) -> LocalFile:

@@ -8,7 +8,7 @@ Why processes: a mapped file that shrinks while it is read, or a disk error whil
 page is faulted in, is delivered as ``SIGBUS``, which kills the process that touched the
 page; Python cannot turn it into an exception. So each worker is a forked process. If
 one dies, every file that was in flight is hashed again with the copying reader
-(:mod:`servekit.hub.reader`), which turns the same condition into the specific error
+(:mod:`servekit.weights.reader`), which turns the same condition into the specific error
 (changed while hashed, or unreadable). A file that cannot be mapped at all is handed to
 the copying reader too. Progress is a byte counter shared with the workers.
 """
@@ -25,10 +25,10 @@ from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from servekit.hub.filecheck import Hashed, changed, open_checked, outcome, read_failed
-from servekit.hub.models import FileProblem
-from servekit.hub.tree import LocalFile
 from servekit.progress import Tracker
+from servekit.weights.filecheck import Hashed, changed, open_checked, outcome, read_failed
+from servekit.weights.models import FileProblem
+from servekit.weights.tree import LocalFile
 
 MAP_CHUNK = 4 << 20  # bytes hashed per call; progress is reported per chunk
 MAP_WINDOW = 256 << 20  # bytes mapped at a time (a multiple of the page size)

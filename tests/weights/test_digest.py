@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from servekit.hub.digest import canonical_listing, path_problem, tree_digest
+from servekit.weights.digest import canonical_listing, path_problem, tree_digest
 
 
 @dataclass(frozen=True)

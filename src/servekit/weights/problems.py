@@ -26,7 +26,7 @@ from servekit.errors import (
     ReadError,
     VerificationError,
 )
-from servekit.hub.models import FileProblem, ProblemKind
+from servekit.weights.models import FileProblem, ProblemKind
 
 ERROR_CLASS: dict[ProblemKind, type[VerificationError]] = {
     ProblemKind.UNREADABLE: ReadError,

@@ -4,7 +4,7 @@ A file is opened without following links (``O_NOFOLLOW``) and without blocking
 (``O_NONBLOCK``: a FIFO would otherwise hang the open), must be a regular file of the
 expected size, and must end the hashing at end of file with the same size, modification
 time, status-change time, inode and device (a file replaced or rewritten in place,
-even with its mtime set back, changes its ctime). Anything else is a :class:`~servekit.hub.models.FileProblem`.
+even with its mtime set back, changes its ctime). Anything else is a :class:`~servekit.weights.models.FileProblem`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import os
 import stat
 from dataclasses import dataclass
 
-from servekit.hub.models import FileProblem, ProblemKind, os_reason
-from servekit.hub.tree import LocalFile
+from servekit.weights.models import FileProblem, ProblemKind, os_reason
+from servekit.weights.tree import LocalFile
 
 OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 

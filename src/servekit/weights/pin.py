@@ -22,11 +22,11 @@ from pathlib import Path
 
 from servekit import progress
 from servekit.errors import HubError, UsageError
-from servekit.hub.client import Hub, HubFile
-from servekit.hub.hashing import Hashed, hash_files
-from servekit.hub.models import FileProblem, PinnedFile, Sha256Source, WeightsPin
-from servekit.hub.problems import problems_error
-from servekit.hub.tree import scan_tree
+from servekit.weights.hashing import Hashed, hash_files
+from servekit.weights.hub import Hub, HubFile
+from servekit.weights.models import FileProblem, PinnedFile, Sha256Source, WeightsPin
+from servekit.weights.problems import problems_error
+from servekit.weights.tree import scan_tree
 
 
 def git_blob_id(data: bytes) -> str:

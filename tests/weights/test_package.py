@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from servekit.errors import FileChangedError, UsageError
-from servekit.hub.client import Hub
-from servekit.hub.models import WeightsPin
-from servekit.hub.package import package_pin, pin_into_package
-from servekit.hub.pin import pin_repo
 from servekit.package.files import PIN_FILE
 from servekit.package.load import load_package
+from servekit.weights.hub import Hub
+from servekit.weights.models import WeightsPin
+from servekit.weights.package import package_pin, pin_into_package
+from servekit.weights.pin import pin_repo
 from tests.hubserver import FakeRepo, HubServer, model_files
 
 ROOT = Path(__file__).resolve().parents[2]

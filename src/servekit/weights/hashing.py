@@ -6,15 +6,15 @@ How (docs/performance.md has the measurements behind each choice):
    other cores idle at the end;
 2. one worker per available core;
 3. trees of at least ``MAP_MIN_BYTES`` are hashed straight from the page cache through
-   ``mmap`` in forked worker processes (:mod:`servekit.hub.mapped`), which spares the
+   ``mmap`` in forked worker processes (:mod:`servekit.weights.mapped`), which spares the
    copy into a buffer; the kernel is asked to read sequentially and a window ahead, so
    the disk works while the cores hash;
 4. smaller trees, and any file a mapped worker could not finish, go through the copying
-   reader (:mod:`servekit.hub.reader`): ``readinto`` a reused buffer on threads, since
+   reader (:mod:`servekit.weights.reader`): ``readinto`` a reused buffer on threads, since
    ``hashlib`` and the kernel both release the GIL;
 5. every file must be a regular file that keeps its size and modification time while
-   it is hashed (:mod:`servekit.hub.filecheck`); anything else is a
-   :class:`~servekit.hub.models.FileProblem`, never an exception and never a pass.
+   it is hashed (:mod:`servekit.weights.filecheck`); anything else is a
+   :class:`~servekit.weights.models.FileProblem`, never an exception and never a pass.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ import os
 from collections.abc import Sequence
 from enum import StrEnum
 
-from servekit.hub.filecheck import Hashed
-from servekit.hub.mapped import map_files
-from servekit.hub.models import FileProblem
-from servekit.hub.reader import READ_BUFFER, read_files
-from servekit.hub.tree import LocalFile
 from servekit.progress import Tracker
+from servekit.weights.filecheck import Hashed
+from servekit.weights.mapped import map_files
+from servekit.weights.models import FileProblem
+from servekit.weights.reader import READ_BUFFER, read_files
+from servekit.weights.tree import LocalFile
 
 __all__ = ["MAP_MIN_BYTES", "READ_BUFFER", "HashMethod", "Hashed", "default_workers", "hash_files"]
 

@@ -1,7 +1,7 @@
 """The copying reader: ``readinto`` a reused buffer on worker threads.
 
 It is the safe path: every failure (a file that shrinks, a disk error) is an
-``OSError`` or a short read, turned into a :class:`~servekit.hub.models.FileProblem`.
+``OSError`` or a short read, turned into a :class:`~servekit.weights.models.FileProblem`.
 It is used for small trees, and for any file the mapped reader could not finish.
 """
 
@@ -14,10 +14,10 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from servekit.hub.filecheck import Hashed, open_checked, outcome, read_failed
-from servekit.hub.models import FileProblem
-from servekit.hub.tree import LocalFile
 from servekit.progress import Tracker
+from servekit.weights.filecheck import Hashed, open_checked, outcome, read_failed
+from servekit.weights.models import FileProblem
+from servekit.weights.tree import LocalFile
 
 READ_BUFFER = 1 << 20  # fits a core's L2 cache, so hashing reads what the copy just wrote
 PREFETCH_WINDOW = 64 << 20  # how far ahead the kernel is asked to read

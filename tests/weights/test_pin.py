@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from servekit.errors import HubError
-from servekit.hub.client import Hub
-from servekit.hub.models import Sha256Source
-from servekit.hub.pin import pin_directory, pin_repo
+from servekit.weights.hub import Hub
+from servekit.weights.models import Sha256Source
+from servekit.weights.pin import pin_directory, pin_repo
 from tests.hubserver import (
     GRANTED_TOKEN,
     UNGRANTED_TOKEN,

@@ -23,11 +23,11 @@ from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from servekit.errors import Error, FileChangedError, PackageError, PackageFileError, UsageError
-from servekit.hub.models import WeightsPin
-from servekit.hub.pinfile import pin_json, read_pin
 from servekit.package.files import PACKAGE_FILE, PIN_FILE
 from servekit.package.load import LoadedPackage, load_package, parse_package
 from servekit.package.models import ModelPin
+from servekit.weights.models import WeightsPin
+from servekit.weights.pinfile import pin_json, read_pin
 
 _LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (2, 4, 0))
 

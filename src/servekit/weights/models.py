@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from servekit.hub.digest import check_path, sort_key, tree_digest
 from servekit.package.models import GitCommit, Sha256Hex, TreeDigest
+from servekit.weights.digest import check_path, sort_key, tree_digest
 
 PIN_FORMAT = 1
 

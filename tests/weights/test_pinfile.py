@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from servekit.errors import FileChangedError, UsageError
-from servekit.hub.models import PinnedFile, Sha256Source, WeightsPin
-from servekit.hub.pinfile import pin_json, read_pin, write_pin
+from servekit.weights.models import PinnedFile, Sha256Source, WeightsPin
+from servekit.weights.pinfile import pin_json, read_pin, write_pin
 
 
 def _file(path: str, data: bytes) -> PinnedFile:
