@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "packages"
@@ -24,3 +27,20 @@ def servekit(
         check=False,
         timeout=timeout,
     )
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists() and not os.environ.get("CI"),
+    reason="needs Debian's chromium (.ci/system-deps installs it; CI never skips)",
+)
+
+
+def screenshot_dir(name: str) -> Path:
+    """``out/test-artifacts/NAME`` (or under ``SERVEKIT_TEST_ARTIFACTS``), emptied of old shots."""
+    base = Path(os.environ.get("SERVEKIT_TEST_ARTIFACTS", ROOT / "out" / "test-artifacts"))
+    out = base / name
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.png"):
+        old.unlink()
+    return out

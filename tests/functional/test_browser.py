@@ -8,7 +8,6 @@ included) fails the test.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,25 +15,17 @@ import pytest
 
 from servekit.catalog.pages import package_dirs
 from servekit.catalog.publish import PublishedCatalog, publish
-from tests.functional.helpers import EXAMPLES, ROOT
+from tests.functional.helpers import CHROMIUM, EXAMPLES, needs_chromium, screenshot_dir
 from tests.web.server import serving, store_publish
 
-CHROMIUM = Path("/usr/bin/chromium")
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("CI"),
-    reason="needs Debian's chromium (.ci/system-deps installs it; CI never skips)",
-)
+pytestmark = needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
 def shots() -> Path:
-    base = Path(os.environ.get("SERVEKIT_TEST_ARTIFACTS", ROOT / "out" / "test-artifacts"))
-    out = base / "browser"
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    return screenshot_dir("browser")
 
 
 @pytest.fixture(scope="module")

@@ -6,35 +6,30 @@ directory (``SERVEKIT_TEST_ARTIFACTS``, default ``out/test-artifacts``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from servekit.receipts.keys import PUBLIC_KEY_FILE
-from tests.functional.helpers import EXAMPLES, ROOT, servekit
+from tests.functional.helpers import (
+    CHROMIUM,
+    EXAMPLES,
+    needs_chromium,
+    screenshot_dir,
+    servekit,
+)
 from tests.store.conftest import make_variant
 from tests.web.server import serving, store_publish
 
-CHROMIUM = Path("/usr/bin/chromium")
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("CI"),
-    reason="needs Debian's chromium (.ci/system-deps installs it; CI never skips)",
-)
+pytestmark = needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
 def shots() -> Path:
-    base = Path(os.environ.get("SERVEKIT_TEST_ARTIFACTS", ROOT / "out" / "test-artifacts"))
-    out = base / "browser-store"
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.png"):
-        old.unlink()
-    return out
+    return screenshot_dir("browser-store")
 
 
 @pytest.fixture(scope="module")
