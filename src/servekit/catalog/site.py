@@ -7,13 +7,16 @@ charts, the stylesheet and every raw evidence file a figure links to; it has no 
 
 Export steps:
   1. write the stylesheet;
-  2. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
-  3. per package version: the page, its chart, and the files its figures link to.
+  2. start copying the files the figures link to, per package version, in threads: the
+     kernel copies (``sendfile``) without the GIL while this thread renders;
+  3. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
+  4. per package version: the page and its chart; then wait for the copies.
 """
 
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -27,6 +30,7 @@ from servekit.catalog.listing import PAGE_SIZE, Listing, Query
 from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
 
 STYLESHEET = "catalog.css"
+COPY_THREADS = 4  # copies wait on the file system more than on the CPU: 4 overlap that
 
 # The pages' Content-Security-Policy, also in a <meta> tag so the static export carries
 # it: no script source at all, styles and images from the page's own origin only.
@@ -37,12 +41,17 @@ PAGE_POLICY = (
 
 @cache
 def environment() -> Environment:
-    """The one Jinja environment: autoescaping on, undefined names are errors."""
+    """The one Jinja environment: autoescaping on, undefined names are errors.
+
+    Templates are package data, compiled once per process: ``auto_reload`` off, so an
+    ``{% include %}`` inside a loop is a cache lookup, not a ``stat`` of the template file.
+    """
     env = Environment(
         loader=PackageLoader("servekit.catalog", "templates"),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
     env.globals["query_string"] = query_string
     env.globals["Query"] = Query
@@ -90,16 +99,31 @@ class StaticLinks:
         return name
 
 
+def _copy_files(entry: Entry, links: StaticLinks, out: Path) -> None:
+    card = entry.card
+    for rel in sorted(entry.public_files()):
+        target = out / links.file(card, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(entry.loaded.path(rel), target)
+
+
 def _export_entry(catalog: Catalog, entry: Entry, links: StaticLinks, out: Path) -> Path:
     card = entry.card
     page = out / links.package(card)
     page.write_text(render_package(package_page(catalog, entry), links, live=False), "utf-8")
     (out / links.chart(card)).write_bytes(render_chart(card.figures))
-    for rel in sorted(entry.public_files()):
-        target = out / links.file(card, rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(entry.loaded.path(rel), target)
     return page
+
+
+def _export_index(catalog: Catalog, links: StaticLinks, out: Path, page_size: int) -> list[Path]:
+    written: list[Path] = []
+    first = listing_of(catalog, Query(), page_size)
+    for number in range(1, first.pages + 1):
+        listing = listing_of(catalog, Query(page=number), page_size)
+        path = out / links.index(listing.query)
+        path.write_text(render_index(listing, links, live=False), "utf-8")
+        written.append(path)
+    return written
 
 
 def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> list[Path]:
@@ -108,14 +132,15 @@ def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> l
     # 1. the stylesheet
     out.mkdir(parents=True, exist_ok=True)
     (out / STYLESHEET).write_bytes(stylesheet())
-    # 2. the index pages
-    written: list[Path] = []
-    first = listing_of(catalog, Query(), page_size)
-    for number in range(1, first.pages + 1):
-        listing = listing_of(catalog, Query(page=number), page_size)
-        path = out / links.index(listing.query)
-        path.write_text(render_index(listing, links, live=False), "utf-8")
-        written.append(path)
-    # 3. the package pages, charts and linked files
-    written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
+    with ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="export-copy") as copier:
+        # 2. the linked files, copied while the pages render
+        copies: list[Future[None]] = [
+            copier.submit(_copy_files, e, links, out) for e in catalog.entries
+        ]
+        # 3. the index pages
+        written = _export_index(catalog, links, out, page_size)
+        # 4. the package pages and charts, then the copies (a failed copy raises here)
+        written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
+        for copy in copies:
+            copy.result()
     return written
