@@ -4,8 +4,9 @@ The store (``servekit.store``) is the source of truth for what is published and 
 retracted; the package directory each version was published from is kept under
 ``HOME/published`` (``servekit.catalog.publish``) for its evidence, chart and pages. A
 version shows when the store holds it; a retracted one leaves the listing and its page
-says why. Every request asks the database for its publication state (one aggregate row),
-so each worker, on each host, sees a publish or a retraction on its next request.
+says why. Every request asks the database for its publication state (one aggregate row,
+read from indexes in a read-only snapshot that never queues behind a writer), so each
+worker, on each host, sees a publish or a retraction on its next request.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class StoreCatalog:
     _lock: Lock = field(default_factory=Lock)
 
     def current(self) -> Catalog:
-        with self.store.transaction() as s:
+        with self.store.snapshot() as s:
             state: tuple[object, ...] = (
                 publishing.publication_state(session=s),
                 generation(self.store.home),
