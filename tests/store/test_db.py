@@ -12,8 +12,8 @@ from sqlalchemy import Engine, text
 from servekit.config import load_settings
 from servekit.store.db import database_url, open_store
 from servekit.store.diagram import mermaid
-from servekit.store.publishing import publication_state
 from servekit.store.models import Base
+from servekit.store.publishing import publication_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
