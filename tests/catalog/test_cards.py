@@ -72,7 +72,7 @@ def test_measured_card_shows_achieved_concurrency(tmp_path: Path) -> None:
 
 
 def test_export_writes_pages_with_the_numbers(tmp_path: Path) -> None:
-    written = export_site(load_catalog(ROOT / "examples" / "packages"), tmp_path / "site")
+    written = export_site(load_catalog(ROOT / "examples" / "packages"), tmp_path / "site").pages
     page = (tmp_path / "site" / "kimi-k3-8xb300-1.0.0.html").read_text()
     assert "18695 ms" in page and "badge-reported" in page
     assert (tmp_path / "site" / "index.html") in written
