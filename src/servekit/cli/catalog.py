@@ -19,7 +19,11 @@ app = typer.Typer(
 
 def _print_card(card: Card) -> None:
     stdout.print(f"[bold]{plain(card.name)}[/] {card.version} ({card.status})")
+    for warning in card.warnings:
+        stdout.print(f"  [bold yellow]warning:[/] {plain(warning)}")
     stdout.print(f"  {plain(card.hardware)} · {plain(card.engine)}")
+    if card.engine_commit:
+        stdout.print(f"  engine source commit {card.engine_commit}")
     stdout.print(f"  model {plain(card.model)}: {plain(card.weights)}")
     for fig in card.figures:
         star = "*" if fig.headline else " "
