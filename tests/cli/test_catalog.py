@@ -28,6 +28,24 @@ def _export(packages: Path, out: Path, *more: str) -> tuple[int, str, str]:
     return run_cli(["catalog", "export", str(packages), "--out", str(out), *more])
 
 
+@pytest.fixture
+def site(packages: Path, tmp_path: Path) -> Path:
+    """An earlier export of ``packages``."""
+    out = tmp_path / "site"
+    code, _, err = _export(packages, out)
+    assert code == 0, err
+    assert (out / MARKER).is_file() and (out / "kit-fixture-1.0.0.html").is_file()
+    return out
+
+
+def _precious(directory: Path, *names: str) -> Path:
+    """``directory`` holding files that are not servekit's (each holds its own name)."""
+    for name in names:
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(name)
+    return directory
+
+
 def test_two_directories_with_one_id_and_version_are_refused_by_name(
     packages: Path, tmp_path: Path
 ) -> None:
@@ -42,12 +60,8 @@ def test_two_directories_with_one_id_and_version_are_refused_by_name(
 
 
 def test_force_replaces_an_earlier_export_and_lists_what_it_removed(
-    packages: Path, tmp_path: Path
+    packages: Path, site: Path
 ) -> None:
-    site = tmp_path / "site"
-    code, _, err = _export(packages, site)
-    assert code == 0, err
-    assert (site / MARKER).is_file() and (site / "kit-fixture-1.0.0.html").is_file()
     (packages / "fixture").unlink()  # the kit fixture is no longer in the catalog
     code, _, err = _export(packages, site)
     assert code == 2 and "--force" in err
@@ -64,9 +78,7 @@ def test_force_replaces_an_earlier_export_and_lists_what_it_removed(
 def test_force_never_empties_a_directory_that_is_not_an_export(
     packages: Path, tmp_path: Path
 ) -> None:
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "thesis.tex").write_text("years of work")
+    mine = _precious(tmp_path / "mine", "thesis.tex")
     code, out, _ = _export(packages, mine, "--force", "--json")
     error = json.loads(out)
     assert (
@@ -79,37 +91,29 @@ def test_force_never_empties_a_directory_that_is_not_an_export(
 
 
 def test_a_marker_that_is_a_link_or_another_file_does_not_make_an_export(
-    packages: Path, tmp_path: Path
+    packages: Path, site: Path, tmp_path: Path
 ) -> None:
-    site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
-    assert _export(packages, site)[0] == 0
-    elsewhere.mkdir()
-    (elsewhere / "keep.txt").write_text("keep")
+    elsewhere = _precious(tmp_path / "elsewhere", "keep.txt")
     (elsewhere / MARKER).symlink_to(site / MARKER)
     assert _export(packages, elsewhere, "--force")[0] == 2
     (elsewhere / MARKER).unlink()
     (elsewhere / MARKER).write_text("not servekit's\n")
     assert _export(packages, elsewhere, "--force")[0] == 2
-    assert (elsewhere / "keep.txt").read_text() == "keep"
+    assert (elsewhere / "keep.txt").read_text() == "keep.txt"
 
 
 def test_links_planted_in_an_export_are_removed_and_their_targets_left_alone(
-    packages: Path, tmp_path: Path
+    packages: Path, site: Path, tmp_path: Path
 ) -> None:
-    site, outside = tmp_path / "site", tmp_path / "outside"
-    assert _export(packages, site)[0] == 0
-    outside.mkdir()
-    (outside / "bashrc").write_text("precious")
-    (outside / "dir").mkdir()
-    (outside / "dir" / "notes").write_text("precious too")
+    outside = _precious(tmp_path / "outside", "bashrc", "dir/notes")
     (site / "index.html").unlink()
     (site / "index.html").symlink_to(outside / "bashrc")  # a page the export writes again
     (site / "files" / "tiny-sim-0.1.0" / "up").symlink_to(outside / "dir")
     (site / "stale-link").symlink_to(outside)
     code, out, err = _export(packages, site, "--force", "--json")
     assert code == 0, err
-    assert (outside / "bashrc").read_text() == "precious"
-    assert (outside / "dir" / "notes").read_text() == "precious too"
+    assert (outside / "bashrc").read_text() == "bashrc"
+    assert (outside / "dir" / "notes").read_text() == "dir/notes"
     assert (
         not (site / "index.html").is_symlink()
         and "<!doctype html>" in (site / "index.html").read_text()
