@@ -108,6 +108,7 @@ def test_a_placeholder_commit_is_shown_whole_and_warned_about() -> None:
     assert any("placeholder" in w and "0" * 40 in w for w in card.warnings)
     for html in _pages(K3):
         assert "0" * 40 in html and "is a placeholder, not a real commit" in html
+        assert "f68f4fdd</code> (abbreviated in the package" in html  # said, not hidden
     llama = _card(EXAMPLES / "llama-850m-h200")
     assert llama.warnings == () and llama.model_commit in llama.model  # never cut
 
