@@ -79,6 +79,8 @@ def test_force_never_empties_a_directory_that_is_not_an_export(
     packages: Path, tmp_path: Path
 ) -> None:
     mine = _precious(tmp_path / "mine", "thesis.tex")
+    code, _, err = _export(packages, mine)
+    assert code == 2 and "not even with --force" in err  # no hint that --force would do
     code, out, _ = _export(packages, mine, "--force", "--json")
     error = json.loads(out)
     assert (

@@ -145,14 +145,19 @@ def _tree(out: Path) -> set[str]:
     return found
 
 
-def _empty_export(out: Path) -> set[str]:
-    """Delete everything in a marked export directory; returns what was there."""
-    if not _is_export(out):
+def refuse_foreign(out: Path) -> None:
+    """Refuse a non-empty directory that is not an earlier export (it has no marker)."""
+    if out.is_dir() and any(out.iterdir()) and not _is_export(out):
         raise UsageError(
             f"{out} is not empty and holds no {MARKER}: it is not a catalog export, "
-            "so servekit will not delete what is in it",
+            "so servekit will not delete what is in it, not even with --force",
             hint=f"export into a new or empty directory, or empty {out} yourself",
         )
+
+
+def _empty_export(out: Path) -> set[str]:
+    """Delete everything in a marked export directory; returns what was there."""
+    refuse_foreign(out)
     before = _tree(out)
     for child in out.iterdir():
         if child.is_symlink() or not child.is_dir():

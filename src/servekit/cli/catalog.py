@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from servekit.catalog import Card, build_card, export_site, load_catalog
+from servekit.catalog.site import refuse_foreign
 from servekit.cli.output import plain, print_json, stdout
 from servekit.package import check, load_package
 from servekit.seams import output_dir
@@ -71,6 +72,7 @@ def export_command(
     Two package directories with the same id and version are refused (exit 3).
     """
     catalog = load_catalog(packages)
+    refuse_foreign(out)
     with output_dir(out, force=force):
         export = export_site(catalog, out)
     if as_json:
