@@ -106,7 +106,7 @@ def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Do
             f"[green]✓[/] kit {escape(str(kit_path))}: {result.files} files, "
             f"{len(kit.archive):,} bytes, signature and manifest verified"
         )
-    pages = export_site(Catalog(entries), out / "catalog")
+    pages = export_site(Catalog(entries), out / "catalog").pages
     console.rule()
     console.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
     return _Done(failed=failed, kits=kits, pages=pages)

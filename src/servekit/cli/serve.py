@@ -37,6 +37,8 @@ def _announce(home: Home, url: str) -> None:
         )
     for v in home.published:
         stdout.print(f"published {escape(v.package_id)} {escape(v.version)} (ok)")
+    for draft in home.drafts:
+        stdout.print(f"draft, shown for review and not for sale: {escape(str(draft))}")
     for refused in home.refused:
         stderr.print(
             f"[bold red]not published:[/] {escape(str(refused.directory))}: {escape(refused.reason)}"
