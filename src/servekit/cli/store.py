@@ -11,6 +11,7 @@ from rich.markup import escape
 from servekit.cli.output import print_json, stdout
 from servekit.config import load_settings
 from servekit.errors import UsageError
+from servekit.seams import output_file, parse_url
 from servekit.store import operator
 from servekit.store.client import download_kit
 from servekit.store.models import Role
@@ -29,9 +30,13 @@ def _dollars(cents: int | None) -> str:
 
 
 @app.command("migrate")
-def migrate_command() -> None:
+def migrate_command(as_json: bool = JSON) -> None:
     """Apply every database migration (also done on every start) and print the revision."""
-    stdout.print(f"store at revision {operator.migrate_store(load_settings())}")
+    revision = operator.migrate_store(load_settings())
+    if as_json:
+        print_json({"ok": True, "revision": revision})
+        return
+    stdout.print(f"store at revision {revision}")
 
 
 @app.command("publish")
@@ -65,10 +70,14 @@ def publish_command(
 def retract_command(
     package_id: str = typer.Argument(..., help="Package id."),
     version: str = typer.Argument(..., help="Version to retract."),
-    reason: str = typer.Option(..., "--reason", help="Why; shown to holders."),
+    reason: str = typer.Option(..., "--reason", metavar="TEXT", help="Why; shown to holders."),
+    as_json: bool = JSON,
 ) -> None:
     """Hide a version from sale; workspaces that hold it keep it, marked retracted."""
     v = operator.retract_version(load_settings(), package_id, version, reason)
+    if as_json:
+        print_json(v.model_dump(mode="json"))
+        return
     stdout.print(
         f"retracted {escape(v.package_id)} {escape(v.version)}: {escape(v.retract_reason or '')}"
     )
@@ -107,10 +116,16 @@ def audit_command(as_json: bool = JSON) -> None:
 @app.command("refund")
 def refund_command(
     order_id: int = typer.Argument(..., help="Order id."),
-    reason: str = typer.Option(..., "--reason", help="Why; recorded on the entitlement."),
+    reason: str = typer.Option(
+        ..., "--reason", metavar="TEXT", help="Why; recorded on the entitlement."
+    ),
+    as_json: bool = JSON,
 ) -> None:
     """Refund an order: revoke its entitlement, reverse its ledger entry, queue the provider refund."""
     order = operator.refund(load_settings(), order_id, reason)
+    if as_json:
+        print_json(order.model_dump(mode="json"))
+        return
     stdout.print(
         f"refunded order {order.id}: {_dollars(order.amount_cents)} ({escape(order.package_id)})"
     )
@@ -122,13 +137,18 @@ def add_user_command(
     password_stdin: bool = typer.Option(
         False, "--password-stdin", help="Read the password from stdin."
     ),
+    as_json: bool = JSON,
 ) -> None:
     """Create a user; the password is prompted for (or read from stdin), hashed with argon2."""
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
         password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
-    stdout.print(f"user {operator.add_user(load_settings(), email, password)}: {escape(email)}")
+    user_id = operator.add_user(load_settings(), email, password)
+    if as_json:
+        print_json({"ok": True, "user_id": user_id, "email": email})
+        return
+    stdout.print(f"user {user_id}: {escape(email)}")
 
 
 @app.command("add-workspace")
@@ -136,9 +156,14 @@ def add_workspace_command(
     slug: str = typer.Argument(..., help="Workspace slug (lower case, digits, '-')."),
     owner: str = typer.Option(..., "--owner", help="Email of the owning user."),
     name: str = typer.Option("", "--name", help="Display name (default: the slug)."),
+    as_json: bool = JSON,
 ) -> None:
     """Create a workspace owned by a user."""
-    operator.add_workspace(load_settings(), slug, name or slug, owner)
+    workspace_id = operator.add_workspace(load_settings(), slug, name or slug, owner)
+    if as_json:
+        data = {"workspace_id": workspace_id, "slug": slug, "name": name or slug, "owner": owner}
+        print_json({"ok": True, **data})
+        return
     stdout.print(f"workspace {escape(slug)} owned by {escape(owner)}")
 
 
@@ -147,9 +172,13 @@ def add_member_command(
     slug: str = typer.Argument(..., help="Workspace slug."),
     email: str = typer.Argument(..., help="Email of the user."),
     role: Role = typer.Option(Role.MEMBER, "--role", help="owner, buyer or member."),
+    as_json: bool = JSON,
 ) -> None:
     """Add a user to a workspace (or change their role): buyers may buy, members download."""
     operator.add_member(load_settings(), slug, email, role)
+    if as_json:
+        print_json({"ok": True, "workspace": slug, "email": email, "role": role.value})
+        return
     stdout.print(f"{escape(email)} is {role.value} of {escape(slug)}")
 
 
@@ -170,16 +199,25 @@ def add_token_command(
 
 
 @app.command("erase-signer")
-def erase_signer_command(signature_id: int = typer.Argument(..., help="Signature id.")) -> None:
+def erase_signer_command(
+    signature_id: int = typer.Argument(..., help="Signature id."), as_json: bool = JSON
+) -> None:
     """Erase a licence signer's personal data (name, title, IP, user agent); the chain stays valid."""
     operator.erase_signer(load_settings(), signature_id)
+    if as_json:
+        print_json({"ok": True, "signature_id": signature_id, "erased": True})
+        return
     stdout.print(f"erased the personal data of signature {signature_id}")
 
 
 @app.command("send-outbox")
-def send_outbox_command() -> None:
+def send_outbox_command(as_json: bool = JSON) -> None:
     """Send pending provider side effects (refunds) recorded by past transactions, once each."""
-    stdout.print(f"sent {operator.send_outbox(load_settings())} outbox messages")
+    sent = operator.send_outbox(load_settings())
+    if as_json:
+        print_json({"ok": True, "sent": sent})
+        return
+    stdout.print(f"sent {sent} outbox messages")
 
 
 @app.command("renew-due")
@@ -221,7 +259,8 @@ def download_command(
     ref: str = typer.Argument(..., help="ID or ID@VERSION (no version: the latest you hold)."),
     url: str = typer.Option(..., "--url", help="The store's base URL, e.g. http://127.0.0.1:8000."),
     token: str = typer.Option(..., "--token", help="An API token of your workspace."),
-    out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="KIT", help="Where to write KIT.tar.gz."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
     as_json: bool = JSON,
 ) -> None:
     """Download a kit your workspace holds, check its sha256, and write it; then run
@@ -229,7 +268,8 @@ def download_command(
     """
     if "/" in ref:
         raise UsageError(f"{ref!r} is not ID or ID@VERSION", hint="e.g. kimi-k3-8xb300@1.0.0")
-    got = download_kit(url, token, ref, out)
+    output_file(out, force=force, option="--out")
+    got = download_kit(parse_url(url, "--url"), token, ref, out)
     if as_json:
         print_json(got.model_dump(mode="json"))
         return
