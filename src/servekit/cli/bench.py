@@ -14,8 +14,7 @@ from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.serveconf import serve_config
 from servekit.bench.summary import SummaryReport, parse_slos, summarize_files, summarize_path
-from servekit.cli.output import fail, plain, print_json, stderr, stdout
-from servekit.cli.package import STACK_BELOW
+from servekit.cli.output import fail, plain, print_json, stacked, stderr, stdout
 from servekit.cli.replay import compare_command, replay_command
 from servekit.errors import BenchError, ErrorRateError, UsageError
 from servekit.package.evidence import dump_evidence
@@ -99,7 +98,7 @@ def _render_stacked(report: SummaryReport, title: str) -> None:
 def render_summary(report: SummaryReport) -> None:
     simulator = any(g.simulator for g in report.groups)
     title = "benchmark summary" + (" — SIMULATOR results, not a real engine" if simulator else "")
-    if stdout.width < STACK_BELOW:
+    if stacked():
         _render_stacked(report, title)
         _render_agreements(report, short=True)
         return
@@ -153,7 +152,7 @@ def run_command(
     runs: int = typer.Option(1, help="Repeat the grid; one evidence file per run."),
     gpus: int = typer.Option(1, help="GPUs behind the endpoint (for per-GPU throughput)."),
     request_rate: float | None = typer.Option(
-        None, help="Poisson arrivals per second (default: closed loop)."
+        None, metavar="RPS", help="Poisson arrivals per second (default: closed loop)."
     ),
     out: Path = typer.Option(
         ..., metavar="DIR", help="Directory for run-1.jsonl, run-2.jsonl, ..."
@@ -182,10 +181,14 @@ def run_command(
         False, "--simulator", help="Label the results as simulator results."
     ),
     hardware: str | None = typer.Option(
-        None, help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'."
+        None,
+        metavar="HARDWARE",
+        help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'.",
     ),
     serve_command: str | None = typer.Option(
-        None, help="The engine's serve command line (with leading NAME=VALUE env), recorded."
+        None,
+        metavar="COMMAND",
+        help="The engine's serve command line (with leading NAME=VALUE env), recorded.",
     ),
     serve_config_file: Path | None = typer.Option(
         None,
@@ -274,9 +277,11 @@ def _show(report: SummaryReport, as_json: bool) -> None:
 def summary_command(
     path: Path = typer.Argument(..., help="An evidence file, or a directory of them."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per (run, concurrency)."),
-    tolerance: float = typer.Option(2.0, help="Repeated runs must agree within this percent."),
+    tolerance: float = typer.Option(
+        2.0, metavar="PCT", help="Repeated runs must agree within this percent."
+    ),
     goodput: str | None = typer.Option(
-        None, help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
+        None, metavar="SLOS", help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
     ),
 ) -> None:
     """Recompute every metric per run and concurrency from raw evidence, with vLLM

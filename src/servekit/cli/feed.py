@@ -23,7 +23,9 @@ def sign_command(
     source: Path = typer.Argument(..., help="feed.yaml: the publisher's retractions."),
     key: Path = typer.Option(..., "--key", help="The publisher's private key (servekit.key)."),
     out: Path = typer.Option(Path("feed.json"), "--out", "-o", help="Signed feed to write."),
-    expires_in: str = typer.Option("7d", help="How long buyers accept it: 7d, 12h, 30m."),
+    expires_in: str = typer.Option(
+        "7d", metavar="DURATION", help="How long buyers accept it: 7d, 12h, 30m."
+    ),
     state: Path | None = typer.Option(
         None, "--state", help="State file of the last serial signed (default: the cache dir)."
     ),

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import print_json, print_wrapped, stdout
 from servekit.fit import FitOptions, FitResult, KvDtype, PackageFit, Parallelism
 from servekit.fit.models import GIB
 from servekit.fit.run import run
@@ -23,7 +23,8 @@ def render_fit(result: FitResult) -> None:
     verdict = "[green]fits[/]" if result.fits else "[red]does not fit[/]"
     stdout.print(
         f"{escape(result.model)} ({result.architecture}) on {escape(where)}: {verdict}, "
-        f"margin {result.margin_bytes / GIB:+.2f} GiB per GPU"
+        f"margin {result.margin_bytes / GIB:+.2f} GiB per GPU",
+        soft_wrap=False,
     )
     table = Table(title="per GPU (the busiest)", title_justify="left")
     for column in ("what", "GiB"):
@@ -36,7 +37,7 @@ def render_fit(result: FitResult) -> None:
     stdout.print(table)
     stdout.print(f"KV cache per token per GPU: {result.kv.bytes_per_token_per_gpu:,} bytes")
     for reason in result.reasons:
-        stdout.print(f"- {escape(reason)}")
+        print_wrapped(f"- {reason}")
 
 
 def _options(
@@ -79,7 +80,12 @@ def fit(
         None, "--max-model-len", min=1, help="Longest request; default: the model's own."
     ),
     util: float = typer.Option(
-        0.92, "--gpu-memory-utilization", min=0.01, max=1.0, help="vLLM's memory fraction."
+        0.92,
+        "--gpu-memory-utilization",
+        min=0.01,
+        max=1.0,
+        metavar="FRACTION",
+        help="vLLM's memory fraction.",
     ),
     kv_dtype: KvDtype = typer.Option(KvDtype.AUTO, "--kv-cache-dtype", help="auto or fp8."),
     language_only: bool = typer.Option(

@@ -34,6 +34,7 @@ def build_command(
         None,
         "--signed-at",
         formats=["%Y-%m-%dT%H:%M:%S%z"],
+        metavar="TIME",
         help="Signing time to record (e.g. 2026-01-31T12:00:00+0000); default now.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
@@ -63,7 +64,7 @@ def unpack_command(
     kit: Path = typer.Argument(..., help="KIT.tar.gz (or an unpacked kit directory)."),
     directory: Path = typer.Argument(..., help="Where to write the kit: new or empty."),
     trust: Path = typer.Option(..., "--trust", help=TRUST_HELP),
-    expect: str | None = typer.Option(None, "--expect", help=EXPECT_HELP),
+    expect: str | None = typer.Option(None, "--expect", metavar="ID@VERSION", help=EXPECT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Verify a kit, then write only the verified bytes into DIR, with canonical modes.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -29,6 +30,15 @@ def _console(*, stderr: bool) -> Console:
 
 stdout = _console(stderr=False)
 stderr = _console(stderr=True)
+
+STACK_BELOW = 120
+"""Terminals narrower than this get one block per row instead of a wide table, so no
+cell is ever cut to "…" or squeezed to a character or two (tests/cli/test_layout.py)."""
+
+
+def stacked() -> bool:
+    """Whether stdout is too narrow for the wide tables."""
+    return stdout.width < STACK_BELOW
 
 
 _emitted = {"json": False}
@@ -82,6 +92,20 @@ def fail(exc: Error, result: dict[str, Any] | None, *, as_json: bool) -> Error:
     if as_json:
         print_json({**(result or {}), **error_json(exc)})
     return exc
+
+
+def print_wrapped(text: str, *, indent: str = "  ") -> None:
+    """Print plain ``text`` (escaped here) wrapped at word boundaries to the terminal's
+    width, later lines indented: a long sentence stays readable at 80 columns."""
+    lines = textwrap.wrap(
+        printable(text),
+        width=stdout.width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    for line in lines:
+        stdout.print(escape(line))
 
 
 def plain(text: str) -> str:

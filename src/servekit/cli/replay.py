@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from servekit.bench.loop import LoopKind
-from servekit.cli.output import fail, print_json, stderr, stdout
+from servekit.cli.output import fail, plain, print_json, stacked, stderr, stdout
 from servekit.errors import RegressionError
 from servekit.progress import track_count
 from servekit.receipts.keys import load_signing_key, load_trust_store
@@ -33,19 +33,25 @@ _STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"
 def replay_command(
     kit: Path = typer.Argument(..., help="KIT.tar.gz, or an unpacked kit directory."),
     trust: Path = typer.Option(..., "--trust", help="The publisher's key or trust store."),
-    endpoint: str = typer.Option(..., help="Your endpoint's base URL, e.g. http://127.0.0.1:8000"),
+    endpoint: str = typer.Option(
+        ..., metavar="URL", help="Your endpoint's base URL, e.g. http://127.0.0.1:8000"
+    ),
     out: Path = typer.Option(..., "--out", help="Directory for replay.json and the evidence."),
     model: str | None = typer.Option(
-        None, help="Model name your server serves (default: the name the publisher measured)."
+        None,
+        metavar="NAME",
+        help="Model name your server serves (default: the name the publisher measured).",
     ),
     workload: list[str] = typer.Option(
-        [], "--workload", help="Replay only this workload (repeatable; default: all)."
+        [], "--workload", metavar="ID", help="Replay only this workload (repeatable; default: all)."
     ),
     runs: int = typer.Option(1, min=1, help="Repeat each workload's grid; one file per run."),
     gpus: int | None = typer.Option(
         None, min=1, help="GPUs behind your endpoint (default: the package's GPU count)."
     ),
-    timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
+    timeout: float = typer.Option(
+        600.0, metavar="SECONDS", help="Read timeout per request, seconds."
+    ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
     force: bool = typer.Option(False, "--force", help="Overwrite an earlier replay in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print the replay's files as JSON."),
@@ -104,8 +110,26 @@ def _verdict_text(f: FigureComparison) -> str:
     return f"[{style}]{f.verdict.value}[/]"
 
 
+def _render_stacked(result: Comparison, title: str) -> None:
+    """One block per figure: for terminals too narrow for the table."""
+    stdout.print(f"[italic]{escape(title)}[/]")
+    for f in result.figures:
+        diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f} %"
+        yours = "-" if f.buyer is None else f"{_number(f.buyer, f.decimals)} {plain(f.unit)}"
+        stdout.print(f"[bold]{plain(f.label)}[/]: {_verdict_text(f)}", soft_wrap=False)
+        stdout.print(
+            f"  {plain(f.workload or '-')} @ c={f.concurrency}: published "
+            f"{f.published:.{f.decimals}f} {plain(f.unit)}, yours {yours}, diff {diff}",
+            soft_wrap=False,
+        )
+
+
 def render_comparison(result: Comparison) -> None:
     title = f"{result.kit.package} {result.kit.version}: published vs your replay"
+    if stacked():
+        _render_stacked(result, title)
+        _render_outcome(result)
+        return
     table = Table(title=title, title_justify="left")
     for column in ("figure", "workload", "conc", "published", "yours", "diff %", "verdict"):
         table.add_column(column)
@@ -113,8 +137,8 @@ def render_comparison(result: Comparison) -> None:
         diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f}"
         published = f"{f.published:.{f.decimals}f} {f.unit}"
         table.add_row(
-            escape(f.label),
-            escape(f.workload or "-"),
+            plain(f.label),
+            plain(f.workload or "-"),
             str(f.concurrency),
             published,
             _number(f.buyer, f.decimals),
@@ -122,6 +146,10 @@ def render_comparison(result: Comparison) -> None:
             _verdict_text(f),
         )
     stdout.print(table)
+    _render_outcome(result)
+
+
+def _render_outcome(result: Comparison) -> None:
     stdout.print(
         f"tolerance ±{result.tolerance_pct:g} % (lower latency and higher throughput are better)"
     )
@@ -155,6 +183,7 @@ def compare_command(
     tolerance: float | None = typer.Option(
         None,
         min=0.0,
+        metavar="PCT",
         help="Tolerance in percent (default: the package's measurements.tolerance_pct).",
     ),
     sign: Path | None = typer.Option(

@@ -50,8 +50,8 @@ def _announce(home: Home, url: str) -> None:
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
+    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Address to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535, metavar="PORT", help="Port to listen on."),
     packages: Path | None = typer.Option(
         None, help="Publish every package under DIR first (default: SERVEKIT_EXAMPLES_DIR)."
     ),

@@ -70,7 +70,7 @@ def publish_command(
 def retract_command(
     package_id: str = typer.Argument(..., help="Package id."),
     version: str = typer.Argument(..., help="Version to retract."),
-    reason: str = typer.Option(..., "--reason", metavar="TEXT", help="Why; shown to holders."),
+    reason: str = typer.Option(..., "--reason", metavar="REASON", help="Why; shown to holders."),
     as_json: bool = JSON,
 ) -> None:
     """Hide a version from sale; workspaces that hold it keep it, marked retracted."""
@@ -117,7 +117,7 @@ def audit_command(as_json: bool = JSON) -> None:
 def refund_command(
     order_id: int = typer.Argument(..., help="Order id."),
     reason: str = typer.Option(
-        ..., "--reason", metavar="TEXT", help="Why; recorded on the entitlement."
+        ..., "--reason", metavar="REASON", help="Why; recorded on the entitlement."
     ),
     as_json: bool = JSON,
 ) -> None:
@@ -154,7 +154,7 @@ def add_user_command(
 @app.command("add-workspace")
 def add_workspace_command(
     slug: str = typer.Argument(..., help="Workspace slug (lower case, digits, '-')."),
-    owner: str = typer.Option(..., "--owner", help="Email of the owning user."),
+    owner: str = typer.Option(..., "--owner", metavar="EMAIL", help="Email of the owning user."),
     name: str = typer.Option("", "--name", help="Display name (default: the slug)."),
     as_json: bool = JSON,
 ) -> None:
@@ -243,8 +243,10 @@ def renew_due_command(as_json: bool = JSON) -> None:
 
 @app.command("serve")
 def serve_command(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
-    port: int = typer.Option(8000, "--port", help="Port to bind (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind."),
+    port: int = typer.Option(
+        8000, "--port", min=0, max=65535, metavar="PORT", help="Port to bind (0: any free port)."
+    ),
 ) -> None:
     """Serve the store's JSON API (/api/v1, OpenAPI at /api/v1/openapi.json) with uvicorn."""
     import uvicorn
@@ -258,7 +260,9 @@ def serve_command(
 def download_command(
     ref: str = typer.Argument(..., help="ID or ID@VERSION (no version: the latest you hold)."),
     url: str = typer.Option(..., "--url", help="The store's base URL, e.g. http://127.0.0.1:8000."),
-    token: str = typer.Option(..., "--token", help="An API token of your workspace."),
+    token: str = typer.Option(
+        ..., "--token", metavar="TOKEN", help="An API token of your workspace."
+    ),
     out: Path = typer.Option(..., "--out", "-o", metavar="KIT", help="Where to write KIT.tar.gz."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
     as_json: bool = JSON,
