@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 from pydantic import ValidationError
-from rich.markup import escape
 from rich.table import Table
 
 from servekit.bench.importers import import_vllm
@@ -114,7 +113,7 @@ def render_summary(report: SummaryReport) -> None:
         row += [_fmt(m["output_throughput"]), _fmt(m["output_throughput_per_gpu"])]
         keys = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "median_itl_ms")
         row += [_fmt(m[k], 2) for k in (*keys, "median_e2el_ms", "p99_e2el_ms")]
-        row.append(escape(", ".join(g.flags)))
+        row.append(plain(", ".join(g.flags)))
         table.add_row(*row)
     stdout.print(table)
     _render_agreements(report)
@@ -250,7 +249,7 @@ def run_command(
     stderr.print(f"probing {plain(endpoint)}: version, fixed-length support, prompt calibration")
     with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
-    stderr.print(f"wrote {escape(', '.join(str(f) for f in files))}")
+    stderr.print(f"wrote {plain(', '.join(str(f) for f in files))}")
     report = summarize_files(files)
     failed, total = report.failed_share()
     if total and failed / total > config.max_error_rate:
@@ -313,10 +312,10 @@ def import_vllm_command(
             {"ok": True, "out": str(out), "requests": len(imported.records), "lacks": missing}
         )
         return
-    stderr.print(f"wrote {escape(str(out))}: {len(imported.records)} requests")
+    stderr.print(f"wrote {plain(str(out))}: {len(imported.records)} requests")
     stderr.print("[yellow]the vLLM result format lacks:[/]")
     for field in missing:
-        stderr.print(f"  - {escape(field)}")
+        stderr.print(f"  - {plain(field)}")
 
 
 app.command("replay")(replay_command)

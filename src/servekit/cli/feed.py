@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stderr, stdout
+from servekit.cli.output import plain, print_json, stderr, stdout
 from servekit.feed import check_kit_feed, check_weights_feed, default_state_path, sign_feed_file
 from servekit.feed.sign import parse_duration
 from servekit.receipts.keys import TrustStore
@@ -53,7 +52,7 @@ def sign_command(
         )
         return
     stdout.print(
-        f"[green]✓ signed[/] {escape(str(signed.path))}: {escape(signed.publisher)}, serial "
+        f"[green]✓ signed[/] {plain(str(signed.path))}: {plain(signed.publisher)}, serial "
         f"{signed.serial}, {signed.entries} retraction(s), expires {signed.expires.isoformat()}"
     )
     stdout.print(f"  signed by: {signed.key_id}")
@@ -85,12 +84,12 @@ def hold_against_feed(
         )
     p = result.feed.predicate
     stderr.print(
-        f"feed: {escape(p.publisher)} serial {p.serial}, expires {p.expires.isoformat()}: "
+        f"feed: {plain(p.publisher)} serial {p.serial}, expires {p.expires.isoformat()}: "
         "nothing here is revoked"
     )
     for entry in result.retracted:
-        link = f" ({escape(entry.link)})" if entry.link else ""
+        link = f" ({plain(entry.link)})" if entry.link else ""
         stderr.print(
-            f"[yellow]warning: figure '{escape(entry.figure)}' was retracted on "
-            f"{entry.date.isoformat()}: {escape(entry.reason)}{link}[/]"
+            f"[yellow]warning: figure '{plain(entry.figure)}' was retracted on "
+            f"{entry.date.isoformat()}: {plain(entry.reason)}{link}[/]"
         )

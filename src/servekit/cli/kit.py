@@ -6,9 +6,8 @@ import datetime as dt
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
 from servekit.kit.build import build_kit, write_kit
 from servekit.receipts.keys import load_trust_store
@@ -53,7 +52,7 @@ def build_command(
     if as_json:
         print_json({"kit": str(out), **kit.as_dict()})
         return
-    stdout.print(f"wrote {escape(str(out))}: {len(kit.files)} files, {len(kit.archive)} bytes")
+    stdout.print(f"wrote {plain(str(out))}: {len(kit.files)} files, {len(kit.archive)} bytes")
     stdout.print(f"package:     {kit.package_id} {kit.version}")
     stdout.print(f"kit digest:  sha256:{kit.kit_digest}")
     stdout.print(f"signed by:   {kit.key_id}")
@@ -82,5 +81,5 @@ def unpack_command(
         return
     render_identity(result)
     stdout.print(
-        f"[green]✓ verified[/] and unpacked {result.files} files into {escape(str(directory))}"
+        f"[green]✓ verified[/] and unpacked {result.files} files into {plain(str(directory))}"
     )

@@ -20,10 +20,14 @@ def _console(*, stderr: bool) -> Console:
     """A console as wide as the terminal, or ``PIPED_WIDTH`` when not a terminal.
 
     Rich falls back to 80 columns without a terminal and squeezes tables into them,
-    cutting every number to "3…"; a log or a file has no width to respect.
+    cutting every number to "3…"; a log or a file has no width to respect, and its
+    lines are never broken. On a terminal, long lines wrap at word boundaries rather
+    than wherever the terminal cuts them.
     """
     console = Console(stderr=stderr, highlight=False, soft_wrap=True)
-    if not console.is_terminal:
+    if console.is_terminal:
+        console.soft_wrap = False
+    else:
         console.width = max(console.width, PIPED_WIDTH)
     return console
 

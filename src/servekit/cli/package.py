@@ -67,6 +67,7 @@ def render_report(report: CheckReport) -> None:
         _render_stacked(report)
     else:
         _render_table(report)
+    _render_verdict(report)
 
 
 def _render_stacked(report: CheckReport) -> None:
@@ -97,6 +98,11 @@ def _render_table(report: CheckReport) -> None:
         row += [plain(_workload_text(f)), plain(_runs_text(f))]
         table.add_row(*row)
     stdout.print(table)
+
+
+def _render_verdict(report: CheckReport) -> None:
+    """After the figures, in either layout: what cannot be verified, the counts, and
+    each refused claim with its fix."""
     stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")
     _render_cannot_verify(report)
     from servekit.package.rules import RULES

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from servekit.bench.loop import LoopKind
@@ -73,13 +72,15 @@ def replay_command(
     )
     with output_dir(out, force=True):  # an earlier replay is refused by run_replay itself
         plan = prepare_replay(options)
-        stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
+        stderr.print(
+            f"verified {plain(str(kit))}: {plain(plan.kit.package)} {plain(plan.kit.version)}"
+        )
         with track_count("replay requests", plan.total_requests) as tracker:
             header = run_replay(plan, tracker)
     for w in header.workloads:
-        stderr.print(f"replayed {w.id}: {', '.join(f.file for f in w.files)}")
+        stderr.print(f"replayed {plain(w.id)}: {plain(', '.join(f.file for f in w.files))}")
     for skipped in header.skipped:
-        stderr.print(f"[yellow]not replayed: {escape(skipped)}[/]")
+        stderr.print(f"[yellow]not replayed: {plain(skipped)}[/]")
     engine = header.host.engine_version or "unknown engine"
     if as_json:
         workloads = {w.id: [f.file for f in w.files] for w in header.workloads}
@@ -93,8 +94,8 @@ def replay_command(
             }
         )
         return
-    stdout.print(f"wrote {escape(str(out))}/replay.json ({escape(engine)} at {escape(endpoint)})")
-    stdout.print(f"next: servekit bench compare {escape(str(kit))} {escape(str(out))}")
+    stdout.print(f"wrote {plain(str(out))}/replay.json ({plain(engine)} at {plain(endpoint)})")
+    stdout.print(f"next: servekit bench compare {plain(str(kit))} {plain(str(out))}")
 
 
 def _number(value: float | None, decimals: int) -> str:
@@ -112,15 +113,14 @@ def _verdict_text(f: FigureComparison) -> str:
 
 def _render_stacked(result: Comparison, title: str) -> None:
     """One block per figure: for terminals too narrow for the table."""
-    stdout.print(f"[italic]{escape(title)}[/]")
+    stdout.print(f"[italic]{plain(title)}[/]")
     for f in result.figures:
         diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f} %"
         yours = "-" if f.buyer is None else f"{_number(f.buyer, f.decimals)} {plain(f.unit)}"
-        stdout.print(f"[bold]{plain(f.label)}[/]: {_verdict_text(f)}", soft_wrap=False)
+        stdout.print(f"[bold]{plain(f.label)}[/]: {_verdict_text(f)}")
         stdout.print(
             f"  {plain(f.workload or '-')} @ c={f.concurrency}: published "
-            f"{f.published:.{f.decimals}f} {plain(f.unit)}, yours {yours}, diff {diff}",
-            soft_wrap=False,
+            f"{f.published:.{f.decimals}f} {plain(f.unit)}, yours {yours}, diff {diff}"
         )
 
 
@@ -155,9 +155,9 @@ def _render_outcome(result: Comparison) -> None:
     )
     for w in result.workloads:
         if not w.replayed:
-            stdout.print(f"[yellow]workload {escape(w.id)}: not replayed[/]")
+            stdout.print(f"[yellow]workload {plain(w.id)}: not replayed[/]")
         elif w.failed:
-            stdout.print(f"[red]workload {escape(w.id)}: {w.failed} request(s) failed[/]")
+            stdout.print(f"[red]workload {plain(w.id)}: {w.failed} request(s) failed[/]")
     if result.reproduced:
         stdout.print("[green]✓ reproduced: every replayed figure is within tolerance or better[/]")
 
@@ -202,7 +202,7 @@ def compare_command(
     if sign is not None:
         target = reproduction or directory / REPRODUCTION_FILE
         target.write_bytes(sign_reproduction(result, load_signing_key(sign)))
-        stderr.print(f"wrote the signed reproduction {escape(str(target))}")
+        stderr.print(f"wrote the signed reproduction {plain(str(target))}")
     if not result.reproduced:
         raise fail(_regression(result), data, as_json=as_json)
     if as_json:
@@ -212,11 +212,11 @@ def compare_command(
 def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
     kit, host = predicate.kit, predicate.host
     stdout.print(f"[green]✓ verified[/] reproduction signed by {key_id}")
-    stdout.print(f"  kit:      {kit.package} {kit.version} by {escape(kit.publisher)}")
+    stdout.print(f"  kit:      {plain(kit.package)} {plain(kit.version)} by {plain(kit.publisher)}")
     stdout.print(f"  receipt:  sha256:{kit.receipt_sha256}")
     gpus = ", ".join(g.name for g in host.gpus) or "no GPU visible through nvidia-smi"
-    stdout.print(f"  host:     {escape(host.cpu or '-')}; {escape(gpus)}")
-    stdout.print(f"  engine:   {escape(host.engine_version or 'unknown')}")
+    stdout.print(f"  host:     {plain(host.cpu or '-')}; {plain(gpus)}")
+    stdout.print(f"  engine:   {plain(host.engine_version or 'unknown')}")
     counts: dict[str, int] = {}
     for f in predicate.figures:
         counts[f.verdict.value] = counts.get(f.verdict.value, 0) + 1

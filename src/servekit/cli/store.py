@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.config import load_settings
 from servekit.errors import UsageError
 from servekit.seams import output_file, parse_url
@@ -57,11 +56,11 @@ def publish_command(
         print_json(result.model_dump(mode="json"))
         return
     verb = "published" if result.created else "already published"
-    stdout.print(f"{verb}: {escape(v.package_id)} {escape(v.version)} ({v.tier})")
+    stdout.print(f"{verb}: {plain(v.package_id)} {plain(v.version)} ({v.tier})")
     stdout.print(
         f"price:        {_dollars(v.price_cents)}; maintenance {_dollars(v.maintenance_cents)}/year"
     )
-    stdout.print(f"licence:      {escape(v.licence_name)} sha256:{v.licence_sha256}")
+    stdout.print(f"licence:      {plain(v.licence_name)} sha256:{v.licence_sha256}")
     stdout.print(f"signed licence required: {'yes' if v.licence_required else 'no'}")
     stdout.print(f"kit:          sha256:{v.kit_sha256} ({v.kit_bytes} bytes)")
 
@@ -79,7 +78,7 @@ def retract_command(
         print_json(v.model_dump(mode="json"))
         return
     stdout.print(
-        f"retracted {escape(v.package_id)} {escape(v.version)}: {escape(v.retract_reason or '')}"
+        f"retracted {plain(v.package_id)} {plain(v.version)}: {plain(v.retract_reason or '')}"
     )
 
 
@@ -93,7 +92,7 @@ def list_command(as_json: bool = JSON) -> None:
     for v in versions:
         flag = " (retracted)" if v.retracted else ""
         stdout.print(
-            f"{escape(v.package_id)} {escape(v.version)}  {v.tier}  {_dollars(v.price_cents)}{flag}"
+            f"{plain(v.package_id)} {plain(v.version)}  {v.tier}  {_dollars(v.price_cents)}{flag}"
         )
 
 
@@ -127,7 +126,7 @@ def refund_command(
         print_json(order.model_dump(mode="json"))
         return
     stdout.print(
-        f"refunded order {order.id}: {_dollars(order.amount_cents)} ({escape(order.package_id)})"
+        f"refunded order {order.id}: {_dollars(order.amount_cents)} ({plain(order.package_id)})"
     )
 
 
@@ -148,7 +147,7 @@ def add_user_command(
     if as_json:
         print_json({"ok": True, "user_id": user_id, "email": email})
         return
-    stdout.print(f"user {user_id}: {escape(email)}")
+    stdout.print(f"user {user_id}: {plain(email)}")
 
 
 @app.command("add-workspace")
@@ -164,7 +163,7 @@ def add_workspace_command(
         data = {"workspace_id": workspace_id, "slug": slug, "name": name or slug, "owner": owner}
         print_json({"ok": True, **data})
         return
-    stdout.print(f"workspace {escape(slug)} owned by {escape(owner)}")
+    stdout.print(f"workspace {plain(slug)} owned by {plain(owner)}")
 
 
 @app.command("add-member")
@@ -179,7 +178,7 @@ def add_member_command(
     if as_json:
         print_json({"ok": True, "workspace": slug, "email": email, "role": role.value})
         return
-    stdout.print(f"{escape(email)} is {role.value} of {escape(slug)}")
+    stdout.print(f"{plain(email)} is {role.value} of {plain(slug)}")
 
 
 @app.command("add-token")
@@ -194,7 +193,7 @@ def add_token_command(
     if as_json:
         print_json(token.model_dump(mode="json"))
         return
-    stdout.print(f"token {token.id} for {escape(email)} in {escape(slug)} (shown once):")
+    stdout.print(f"token {token.id} for {plain(email)} in {plain(slug)} (shown once):")
     stdout.print(token.token)
 
 
@@ -235,8 +234,8 @@ def renew_due_command(as_json: bool = JSON) -> None:
     for r in done:
         until = f" until {r.period_end:%Y-%m-%d}" if r.period_end else ""
         stdout.print(
-            f"subscription {r.subscription_id} ({escape(r.package_id)}): {r.outcome.value}"
-            f"{until}; {escape(r.detail)}"
+            f"subscription {r.subscription_id} ({plain(r.package_id)}): {r.outcome.value}"
+            f"{until}; {plain(r.detail)}"
         )
     stdout.print(f"{len(done)} subscription(s) handled")
 
@@ -278,7 +277,7 @@ def download_command(
         print_json(got.model_dump(mode="json"))
         return
     stdout.print(
-        f"wrote {escape(got.path)}: {escape(got.package_id)} {escape(got.version)}, {got.bytes} bytes"
+        f"wrote {plain(got.path)}: {plain(got.package_id)} {plain(got.version)}, {got.bytes} bytes"
     )
     stdout.print(f"sha256:      {got.sha256}")
-    stdout.print(f"next:        servekit verify kit {escape(got.path)} --trust PUBLISHER.pub")
+    stdout.print(f"next:        servekit verify kit {plain(got.path)} --trust PUBLISHER.pub")
