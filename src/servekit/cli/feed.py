@@ -10,6 +10,7 @@ from servekit.cli.output import plain, print_json, stderr, stdout
 from servekit.feed import check_kit_feed, check_weights_feed, default_state_path, sign_feed_file
 from servekit.feed.sign import parse_duration
 from servekit.receipts.keys import TrustStore
+from servekit.seams import output_file
 
 app = typer.Typer(
     help="The publisher's revocation feed: revoked versions, retracted figures, bad builds.",
@@ -31,7 +32,10 @@ def sign_command(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Sign feed.yaml into feed.json with a serial one higher than the last one signed
-    and an expiry time; buyers pass it to `verify kit --feed` and `verify weights --feed`."""
+    and an expiry time; buyers pass it to `verify kit --feed` and `verify weights --feed`.
+    It replaces --out in place (each signing supersedes the last), but creates no directory.
+    """
+    output_file(out, force=True, option="--out")
     signed = sign_feed_file(
         source,
         key,

@@ -24,7 +24,7 @@ from servekit.replay import (
 )
 from servekit.replay.models import FigureComparison
 from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
-from servekit.seams import output_dir
+from servekit.seams import output_dir, output_file
 
 _STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
 
@@ -192,15 +192,18 @@ def compare_command(
     reproduction: Path | None = typer.Option(
         None, "--reproduction-out", help=f"Where --sign writes (default: DIR/{REPRODUCTION_FILE})."
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --reproduction-out."),
 ) -> None:
     """Compare every figure of the kit with your replay, recomputed by the claim rules'
     own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
+    target = reproduction or directory / REPRODUCTION_FILE
+    if sign is not None and directory.is_dir():  # a missing DIR is compare's own error
+        output_file(target, force=force, option="--reproduction-out")
     result = compare(kit, directory, tolerance_pct=tolerance)
     data = {"reproduced": result.reproduced, **result.model_dump(mode="json")}
     if not as_json:
         render_comparison(result)
     if sign is not None:
-        target = reproduction or directory / REPRODUCTION_FILE
         target.write_bytes(sign_reproduction(result, load_signing_key(sign)))
         stderr.print(f"wrote the signed reproduction {plain(str(target))}")
     if not result.reproduced:
