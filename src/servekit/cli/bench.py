@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 from pydantic import ValidationError
-from rich.markup import escape
 from rich.table import Table
 
 from servekit.bench.importers import import_vllm
@@ -14,8 +13,7 @@ from servekit.bench.loop import LoopKind
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.serveconf import serve_config
 from servekit.bench.summary import SummaryReport, parse_slos, summarize_files, summarize_path
-from servekit.cli.output import fail, plain, print_json, stderr, stdout
-from servekit.cli.package import STACK_BELOW
+from servekit.cli.output import fail, plain, print_json, stacked, stderr, stdout
 from servekit.cli.replay import compare_command, replay_command
 from servekit.errors import BenchError, ErrorRateError, UsageError
 from servekit.package.evidence import dump_evidence
@@ -99,7 +97,7 @@ def _render_stacked(report: SummaryReport, title: str) -> None:
 def render_summary(report: SummaryReport) -> None:
     simulator = any(g.simulator for g in report.groups)
     title = "benchmark summary" + (" — SIMULATOR results, not a real engine" if simulator else "")
-    if stdout.width < STACK_BELOW:
+    if stacked():
         _render_stacked(report, title)
         _render_agreements(report, short=True)
         return
@@ -115,7 +113,7 @@ def render_summary(report: SummaryReport) -> None:
         row += [_fmt(m["output_throughput"]), _fmt(m["output_throughput_per_gpu"])]
         keys = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "median_itl_ms")
         row += [_fmt(m[k], 2) for k in (*keys, "median_e2el_ms", "p99_e2el_ms")]
-        row.append(escape(", ".join(g.flags)))
+        row.append(plain(", ".join(g.flags)))
         table.add_row(*row)
     stdout.print(table)
     _render_agreements(report)
@@ -153,7 +151,7 @@ def run_command(
     runs: int = typer.Option(1, help="Repeat the grid; one evidence file per run."),
     gpus: int = typer.Option(1, help="GPUs behind the endpoint (for per-GPU throughput)."),
     request_rate: float | None = typer.Option(
-        None, help="Poisson arrivals per second (default: closed loop)."
+        None, metavar="RPS", help="Poisson arrivals per second (default: closed loop)."
     ),
     out: Path = typer.Option(
         ..., metavar="DIR", help="Directory for run-1.jsonl, run-2.jsonl, ..."
@@ -182,10 +180,14 @@ def run_command(
         False, "--simulator", help="Label the results as simulator results."
     ),
     hardware: str | None = typer.Option(
-        None, help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'."
+        None,
+        metavar="HARDWARE",
+        help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'.",
     ),
     serve_command: str | None = typer.Option(
-        None, help="The engine's serve command line (with leading NAME=VALUE env), recorded."
+        None,
+        metavar="COMMAND",
+        help="The engine's serve command line (with leading NAME=VALUE env), recorded.",
     ),
     serve_config_file: Path | None = typer.Option(
         None,
@@ -247,7 +249,7 @@ def run_command(
     stderr.print(f"probing {plain(endpoint)}: version, fixed-length support, prompt calibration")
     with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
         files = run_benchmark(config, tracker)
-    stderr.print(f"wrote {escape(', '.join(str(f) for f in files))}")
+    stderr.print(f"wrote {plain(', '.join(str(f) for f in files))}")
     report = summarize_files(files)
     failed, total = report.failed_share()
     if total and failed / total > config.max_error_rate:
@@ -274,9 +276,11 @@ def _show(report: SummaryReport, as_json: bool) -> None:
 def summary_command(
     path: Path = typer.Argument(..., help="An evidence file, or a directory of them."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per (run, concurrency)."),
-    tolerance: float = typer.Option(2.0, help="Repeated runs must agree within this percent."),
+    tolerance: float = typer.Option(
+        2.0, metavar="PCT", help="Repeated runs must agree within this percent."
+    ),
     goodput: str | None = typer.Option(
-        None, help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
+        None, metavar="SLOS", help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
     ),
 ) -> None:
     """Recompute every metric per run and concurrency from raw evidence, with vLLM
@@ -308,10 +312,10 @@ def import_vllm_command(
             {"ok": True, "out": str(out), "requests": len(imported.records), "lacks": missing}
         )
         return
-    stderr.print(f"wrote {escape(str(out))}: {len(imported.records)} requests")
+    stderr.print(f"wrote {plain(str(out))}: {len(imported.records)} requests")
     stderr.print("[yellow]the vLLM result format lacks:[/]")
     for field in missing:
-        stderr.print(f"  - {escape(field)}")
+        stderr.print(f"  - {plain(field)}")
 
 
 app.command("replay")(replay_command)

@@ -19,12 +19,12 @@ app = typer.Typer(
 
 
 def _print_card(card: Card) -> None:
-    stdout.print(f"[bold]{plain(card.name)}[/] {card.version} ({card.status})")
+    stdout.print(f"[bold]{plain(card.name)}[/] {plain(card.version)} ({card.status})")
     for warning in card.warnings:
         stdout.print(f"  [bold yellow]warning:[/] {plain(warning)}")
     stdout.print(f"  {plain(card.hardware)} · {plain(card.engine)}")
     if card.engine_commit:
-        stdout.print(f"  engine source commit {card.engine_commit}")
+        stdout.print(f"  engine source commit {plain(card.engine_commit)}")
     stdout.print(f"  model {plain(card.model)}: {plain(card.weights)}")
     for fig in card.figures:
         star = "*" if fig.headline else " "
@@ -32,7 +32,7 @@ def _print_card(card: Card) -> None:
             f" {star} {plain(fig.label)}: {fig.display} ({fig.context}) "
             f"{plain(f'[{fig.badge.value}]')} {plain(fig.badge_text)}"
         )
-    stdout.print(f"  accuracy: {plain(card.accuracy_claim)} ({card.accuracy_method})")
+    stdout.print(f"  accuracy: {plain(card.accuracy_claim)} ({plain(card.accuracy_method)})")
     for title, _ in card.disclosures:
         stdout.print(f"  not measured / disclosed: {plain(title)}")
     stdout.print(f"  {card.price} ({card.tier}); maintenance: {card.maintenance}")

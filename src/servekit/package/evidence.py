@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.errors import EvidenceError
+from servekit.seams import validation_problems
 
 FORMAT_V1: Literal["servekit.bench/v1"] = "servekit.bench/v1"
 FORMAT_V2: Literal["servekit.bench/v2"] = "servekit.bench/v2"
@@ -237,12 +238,6 @@ def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:
     return obj
 
 
-def _validation_message(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()
-    )
-
-
 def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
     """Parse evidence lines; ``path`` is only used in messages."""
     header: RunHeader | None = None
@@ -259,7 +254,7 @@ def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
         except ValidationError as exc:
             kind = "run header" if header is None else "request record"
             raise EvidenceError(
-                f"invalid {kind}: {_validation_message(exc)}",
+                f"invalid {kind}: {validation_problems(exc)}",
                 path=path,
                 line=number,
                 hint=f"the first line is the run header and each later line a request "

@@ -78,12 +78,23 @@ class _WriterGate:
             self._lock.release()
 
 
+def _sqlite_directory(directory: Path) -> None:
+    """Create the SQLite database's directory (SERVEKIT_HOME on a first start)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create {directory} for the SQLite database: {exc.strerror or exc}",
+            hint="set SERVEKIT_HOME (or SERVEKIT_DATABASE_URL) to a directory you can write",
+        ) from exc
+
+
 def make_engine(url: str) -> Engine:
     """An engine with the store's connection settings for ``url``."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            _sqlite_directory(Path(parsed.database).parent)
         engine = create_engine(url, pool_size=20, max_overflow=10)
         gate = _WriterGate()
         event.listen(engine, "connect", _sqlite_connect)
