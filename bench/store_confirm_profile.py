@@ -12,6 +12,7 @@ purchase) on a fresh database, then confirms them one after another in this thre
 Usage:
     .venv/bin/python bench/store_confirm_profile.py [--backend sqlite|postgresql]
         [--purchases 400] [--pg-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+        [--sort tottime|cumulative] [--top 15]
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="postgresql")
     parser.add_argument("--purchases", type=int, default=400)
     parser.add_argument("--pg-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--sort", default="tottime", help="cProfile order (tottime, cumulative)")
+    parser.add_argument("--top", type=int, default=15, help="functions to list")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="store-profile-"))
     url, drop = fresh_url(args.backend, args.pg_url, root)
@@ -115,7 +118,7 @@ def main() -> None:
         f"under cProfile: {profiled_ms:.1f} ms per confirm, "
         f"{waits / (len(jobs) - half):.1f} waits on the server per confirm (psycopg)"
     )
-    stats.sort_stats("tottime").print_stats(15)
+    stats.sort_stats(args.sort).print_stats(args.top)
 
 
 if __name__ == "__main__":
