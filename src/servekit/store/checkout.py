@@ -6,13 +6,14 @@ Nothing is charged before confirm. Confirm, step by step (one transaction):
   2. an order under the same workspace and idempotency key answers the retry: the same
      result for the same request, :class:`IdempotencyConflictError` for another;
   3. the quote must be the workspace's and unexpired, its version still for sale, and not
-     already held (a live purchase, or an active subscription to the package); 2 and 3
-     are read in one statement;
-  4. a version that requires a licence needs the workspace's signature for it;
-  5. write the order; charge through the provider with the key (price 0: no charge and no
-     journal entry) and post the sale to the ledger;
-  6. write the entitlement (the database refuses a licensed one without its signature),
-     the subscription for maintenance, and an outbox message.
+     already held (a live purchase, or an active subscription to the package);
+  4. a version that requires a licence needs the workspace's signature for it; 2, 3 and
+     4 are read in one statement, which also takes the ids of the rows to write;
+  5. charge through the provider with the key (price 0: no charge and no journal entry);
+  6. write the order, the sale's journal entry and postings, the entitlement (the
+     database refuses a licensed one without its signature), the subscription for
+     maintenance and an outbox message: one INSERT on PostgreSQL, one per table on
+     SQLite; then seal the entry (the database refuses it unless it balances).
 """
 
 from __future__ import annotations
