@@ -18,12 +18,14 @@ import math
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import yaml
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from servekit.errors import Error, UsageError
+
+if TYPE_CHECKING:  # PyYAML and pydantic load with the first YAML file or model, not here:
+    # a command that fails on its arguments starts without them (docs/performance.md)
+    import yaml
+    from pydantic import ValidationError
 
 ErrorFactory = Callable[[str], Error]
 """Builds the caller's error from a message (the caller knows which class it owes)."""
@@ -208,6 +210,8 @@ def _no_aliases(text: str, error: YamlErrorFactory) -> None:
     """Refuse anchors, aliases and deep nesting from the event stream, before composing
     (aliases let a few hundred bytes expand to gigabytes; nothing servekit reads needs them).
     """
+    import yaml
+
     depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         anchor = getattr(event, "anchor", None)
@@ -225,6 +229,8 @@ def _no_aliases(text: str, error: YamlErrorFactory) -> None:
 
 def _walk(root: yaml.Node) -> Iterator[yaml.Node]:
     """Every node once, without recursion."""
+    import yaml
+
     pending, seen = [root], set()
     while pending:
         node = pending.pop()
@@ -241,6 +247,8 @@ def _walk(root: yaml.Node) -> Iterator[yaml.Node]:
 def _check_keys(root: yaml.Node, error: YamlErrorFactory) -> None:
     """Refuse a key twice in one mapping (YAML keeps the last) and keys that are
     mappings or lists (not hashable, and never meant)."""
+    import yaml
+
     for node in _walk(root):
         if not isinstance(node, yaml.MappingNode):
             continue
@@ -257,6 +265,8 @@ def _check_keys(root: yaml.Node, error: YamlErrorFactory) -> None:
 
 def _bad_value_line(root: yaml.Node) -> int | None:
     """The line of the first scalar PyYAML cannot construct (an impossible date, a tag)."""
+    import yaml
+
     for node in _walk(root):
         if isinstance(node, yaml.ScalarNode):
             try:
@@ -273,6 +283,8 @@ def parse_yaml(text: str, error: YamlErrorFactory) -> tuple[Any, yaml.Node | Non
     ``2026-13-45`` that cannot be constructed, an unknown tag) becomes
     ``error(message, line, hint)``.
     """
+    import yaml
+
     try:
         _no_aliases(text, error)
         node = yaml.compose(text, Loader=yaml.SafeLoader)

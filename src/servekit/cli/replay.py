@@ -3,31 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from servekit.bench.loop import LoopKind
-from servekit.cli.output import fail, print_json, stderr, stdout
+from servekit.cli.choices import LoopName
 from servekit.errors import RegressionError
-from servekit.progress import track_count
-from servekit.receipts.keys import load_signing_key, load_trust_store
-from servekit.replay import (
-    Comparison,
-    ReplayOptions,
-    Verdict,
-    compare,
-    prepare_replay,
-    run_replay,
-    sign_reproduction,
-    verify_reproduction,
-)
-from servekit.replay.models import FigureComparison
-from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
-from servekit.seams import output_dir
 
-_STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
+    from servekit.replay import Comparison
+    from servekit.replay.models import FigureComparison
+    from servekit.replay.reproduction import ReproductionPredicate
+
+REPRODUCTION_FILE = "reproduction.dsse.json"
+"""``servekit.replay.reproduction.REPRODUCTION_FILE``, for the help text (start-up)."""
 
 
 def replay_command(
@@ -46,12 +35,21 @@ def replay_command(
         None, min=1, help="GPUs behind your endpoint (default: the package's GPU count)."
     ),
     timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
-    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
+    loop: LoopName = typer.Option("auto", help="Client event loop."),
     force: bool = typer.Option(False, "--force", help="Overwrite an earlier replay in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print the replay's files as JSON."),
 ) -> None:
     """Verify a kit, then re-run every workload of its package exactly as recorded
     against your endpoint, writing raw evidence and replay.json for `bench compare`."""
+    from rich.markup import escape
+
+    from servekit.bench.loop import LoopKind
+    from servekit.cli.output import print_json, stderr, stdout
+    from servekit.progress import track_count
+    from servekit.receipts.keys import load_trust_store
+    from servekit.replay import ReplayOptions, prepare_replay, run_replay
+    from servekit.seams import output_dir
+
     options = ReplayOptions(
         kit=kit,
         trust=load_trust_store(trust),
@@ -62,13 +60,13 @@ def replay_command(
         runs=runs,
         gpus=gpus,
         timeout_s=timeout,
-        loop=loop,
+        loop=LoopKind(loop),
         force=force,
     )
     with output_dir(out, force=True):  # an earlier replay is refused by run_replay itself
         plan = prepare_replay(options)
         stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
-        with track_count("replay requests", plan.total_requests) as tracker:
+        with track_count("replaying", plan.total_requests, unit="requests") as tracker:
             header = run_replay(plan, tracker)
     for w in header.workloads:
         stderr.print(f"replayed {w.id}: {', '.join(f.file for f in w.files)}")
@@ -96,15 +94,23 @@ def _number(value: float | None, decimals: int) -> str:
 
 
 def _verdict_text(f: FigureComparison) -> str:
+    from servekit.replay import Verdict
+
     if f.verdict is Verdict.REPORTED:
         return "reported: here is your measurement"
     if f.verdict is Verdict.NOT_REPLAYED:
         return "not replayed"
-    style = _STYLE.get(f.verdict, "yellow")
+    styles = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+    style = styles.get(f.verdict, "yellow")
     return f"[{style}]{f.verdict.value}[/]"
 
 
 def render_comparison(result: Comparison) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from servekit.cli.output import stdout
+
     title = f"{result.kit.package} {result.kit.version}: published vs your replay"
     table = Table(title=title, title_justify="left")
     for column in ("figure", "workload", "conc", "published", "yours", "diff %", "verdict"):
@@ -166,6 +172,12 @@ def compare_command(
 ) -> None:
     """Compare every figure of the kit with your replay, recomputed by the claim rules'
     own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
+    from rich.markup import escape
+
+    from servekit.cli.output import fail, print_json, stderr
+    from servekit.receipts.keys import load_signing_key
+    from servekit.replay import compare, sign_reproduction
+
     result = compare(kit, directory, tolerance_pct=tolerance)
     data = {"reproduced": result.reproduced, **result.model_dump(mode="json")}
     if not as_json:
@@ -181,6 +193,10 @@ def compare_command(
 
 
 def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
+    from rich.markup import escape
+
+    from servekit.cli.output import stdout
+
     kit, host = predicate.kit, predicate.host
     stdout.print(f"[green]✓ verified[/] reproduction signed by {key_id}")
     stdout.print(f"  kit:      {kit.package} {kit.version} by {escape(kit.publisher)}")
@@ -207,6 +223,10 @@ def reproduction_command(
 ) -> None:
     """Verify a signed reproduction offline: its signature, and that it binds the kit's
     receipt and the replay evidence. Exit 0 when it verifies and records a reproduction."""
+    from servekit.cli.output import print_json
+    from servekit.receipts.keys import load_trust_store
+    from servekit.replay import verify_reproduction
+
     predicate, key_id = verify_reproduction(
         file, load_trust_store(trust), kit=kit, replay_dir=replay
     )
