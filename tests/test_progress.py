@@ -30,3 +30,25 @@ def test_a_count_names_what_it_counts() -> None:
         tracker.phase("run 1/1, c=8, measured requests", 40)  # silent off a terminal
     columns = (*progress._count_columns("requests"),)
     assert "12/40 requests" in " ".join(_render(columns, 40, 12).split())
+
+
+def test_a_phase_of_unknown_length_shows_no_count() -> None:
+    assert "requests" not in _render(progress._count_columns("requests"), None, 0)  # type: ignore[arg-type]
+
+
+def test_each_phase_restarts_the_count_with_its_own_total() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with Progress(console=console, auto_refresh=False) as bar:
+        tracker = progress._RichTracker(bar, bar.add_task("bench run", total=28))
+        tracker.advance(3)
+        tracker.phase("probing http://127.0.0.1:8000", None)
+        (task,) = bar.tasks
+        assert (task.description, task.total, task.completed) == (
+            "probing http://127.0.0.1:8000",
+            None,
+            0,
+        )
+        tracker.phase("run 1/1, c=2, measured requests", 12)
+        tracker.advance(1)
+        (task,) = bar.tasks
+        assert (task.total, task.completed) == (12, 1)

@@ -63,6 +63,10 @@ class _RichTracker:
 
     def phase(self, description: str, total: int | None) -> None:
         self._progress.reset(self._task, total=total, description=description)
+        if total is None:  # reset() keeps the old total when given None: clear it by hand
+            for task in self._progress.tasks:
+                if task.id == self._task:
+                    task.total = None
 
 
 @contextmanager
@@ -101,6 +105,15 @@ def track_count(
 
 
 def _count_columns(unit: str) -> tuple[ProgressColumn, ...]:
-    from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import ProgressColumn, Task, TimeRemainingColumn
+    from rich.text import Text
 
-    return MofNCompleteColumn(), TextColumn(unit), TimeRemainingColumn()
+    class Count(ProgressColumn):
+        """``done/total UNIT``; nothing while the total is not known (probing)."""
+
+        def render(self, task: Task) -> Text:
+            if task.total is None:
+                return Text("")
+            return Text(f"{task.completed:.0f}/{task.total:.0f} {unit}")
+
+    return Count(), TimeRemainingColumn()
