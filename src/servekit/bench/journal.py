@@ -20,7 +20,7 @@ import concurrent.futures
 import datetime as dt
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from servekit.package.evidence import (
@@ -103,11 +103,13 @@ class Journal:
         self.path.unlink()
 
 
-def read_journal(path: Path) -> tuple[RunHeader, list[RequestRecord]]:
-    """The header and the records of a journal; a torn last line is left out."""
+def read_journal(path: Path) -> tuple[RunHeader, list[RequestRecord]] | None:
+    """The header and the records of a journal (a torn last line left out); None when
+    not even the header was written whole (killed as the run began)."""
     text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.split("\n")
-    whole = lines[:-1]  # the piece after the last newline was never finished
+    whole = text.split("\n")[:-1]  # the piece after the last newline was never finished
+    if not any(line.strip() for line in whole):
+        return None
     evidence = parse_evidence(path, whole)
     return evidence.header, list(evidence.requests)
 
@@ -123,23 +125,24 @@ def measured_count(records: Sequence[RequestRecord]) -> int:
 
 
 def finish_partial(
-    path: Path, run_file: Path, note: str, requests_sent: int | None
-) -> tuple[Path | None, int]:
-    """Turn the journal at ``path`` into ``run_file``, its header noting ``note``.
+    path: Path, run_file: Path, note: Callable[[int], str], requests_sent: int | None
+) -> list[RequestRecord]:
+    """Turn the journal at ``path`` into ``run_file``, its header noting ``note(measured)``.
 
-    Returns the file written (None when no request had completed: nothing to keep, and
-    the journal is removed) and the number of records kept. ``requests_sent`` is None
-    when it is not known (a killed process): the rules then say so instead of trusting it.
+    Returns the records kept; none when no request had completed (then no file is
+    written). The journal is removed either way. ``requests_sent`` is None when it is not
+    known (a killed process): the claim rules then say so instead of trusting a guess.
     """
-    header, records = read_journal(path)
-    if not records:
+    read = read_journal(path)
+    header, records = read if read is not None else (None, [])
+    if header is None or not records:
         path.unlink()
-        return None, 0
+        return []
     started = dt.datetime.fromisoformat(header.started_at)
     last = max((r.t_end or r.t_send) for r in records)
     header = header.model_copy(
         update={
-            "notes": (*header.notes, note),
+            "notes": (*header.notes, note(measured_count(records))),
             "usage_source": usage_source(records),
             "ended_at": (started + dt.timedelta(seconds=last)).isoformat(),
             "requests_sent": requests_sent,
@@ -147,4 +150,4 @@ def finish_partial(
     )
     write_atomic(run_file, dump_evidence(header, records))
     path.unlink()
-    return run_file, len(records)
+    return records

@@ -45,7 +45,6 @@ from servekit.bench.journal import (
     finish_partial,
     journal_path,
     measured_count,
-    read_journal,
     usage_source,
 )
 from servekit.bench.loop import LoopKind, resolve, run
@@ -217,17 +216,21 @@ class _Invocation:
         run_file = self.config.run_file(number)
         journal = journal_path(run_file)
         if journal.exists():
-            _, records = read_journal(journal)
-            note = (
-                f"{PARTIAL}: the process ended abruptly after {measured_count(records)} of "
-                f"{self.config.measured_total} measured requests; recovered from its journal "
-                "by --resume (requests in flight then are not recorded)"
+            total = self.config.measured_total
+            records = finish_partial(
+                journal,
+                run_file,
+                lambda measured: (
+                    f"{PARTIAL}: the process ended abruptly after {measured} of "
+                    f"{total} measured requests; recovered from its journal by --resume (requests "
+                    "in flight then are not recorded)"
+                ),
+                requests_sent=None,
             )
-            kept, count = finish_partial(journal, run_file, note, requests_sent=None)
             self.notify(
-                f"recovered {journal.name}: kept {count} completed requests "
+                f"recovered {journal.name}: kept {len(records)} completed requests "
                 f"({measured_count(records)} measured) in {run_file.name}, marked PARTIAL"
-                if kept
+                if records
                 else f"recovered {journal.name}: no request had completed; nothing to keep"
             )
         if run_file.is_file() and not _complete(run_file):
@@ -351,14 +354,18 @@ class _Run:
         journal.finish(self.run_file, header.model_copy(update={"requests_sent": self.client.sent}))
 
     def _keep_interrupted(self, journal: Journal, state: _Invocation) -> None:
-        note = (
-            f"{PARTIAL}: interrupted after {measured_count(journal.records)} of "
-            f"{self.config.measured_total} measured requests; only requests that completed "
-            "are recorded"
+        total = self.config.measured_total
+        kept = finish_partial(
+            journal.path,
+            self.run_file,
+            lambda measured: (
+                f"{PARTIAL}: interrupted after {measured} of {total} measured "
+                "requests; only requests that completed are recorded"
+            ),
+            self.client.sent,
         )
-        kept, _ = finish_partial(journal.path, self.run_file, note, self.client.sent)
-        if kept is not None:
-            state.keep(kept, partial=True)
+        if kept:
+            state.keep(self.run_file, partial=True)
 
 
 # --- requests ---------------------------------------------------------------------------
