@@ -19,12 +19,14 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from servekit.errors import Error, UsageError
+
+if TYPE_CHECKING:  # PyYAML and pydantic load with the first YAML file or model, not here:
+    # a command that fails on its arguments starts without them (docs/performance.md)
+    import yaml
+    from pydantic import ValidationError
 
 ErrorFactory = Callable[[str], Error]
 """Builds the caller's error from a message (the caller knows which class it owes)."""
@@ -123,6 +125,8 @@ def problem_text(exc: BaseException) -> str:
     """One line saying what is wrong with parsed input, whichever library refused it: a
     pydantic ``ValidationError`` through :func:`validation_problems`, anything else
     (``json`` or ``base64`` errors, a missing key) by its first line."""
+    from pydantic import ValidationError  # here: the seam loads pydantic only when used
+
     if isinstance(exc, ValidationError):
         return validation_problems(exc)
     text = str(exc).splitlines()[0] if str(exc) else ""
@@ -255,6 +259,8 @@ def _no_aliases(text: str, error: YamlErrorFactory) -> None:
     """Refuse anchors, aliases and deep nesting from the event stream, before composing
     (aliases let a few hundred bytes expand to gigabytes; nothing servekit reads needs them).
     """
+    import yaml
+
     depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         anchor = getattr(event, "anchor", None)
@@ -272,6 +278,8 @@ def _no_aliases(text: str, error: YamlErrorFactory) -> None:
 
 def _walk(root: yaml.Node) -> Iterator[yaml.Node]:
     """Every node once, without recursion."""
+    import yaml
+
     pending, seen = [root], set()
     while pending:
         node = pending.pop()
@@ -288,6 +296,8 @@ def _walk(root: yaml.Node) -> Iterator[yaml.Node]:
 def _check_keys(root: yaml.Node, error: YamlErrorFactory) -> None:
     """Refuse a key twice in one mapping (YAML keeps the last) and keys that are
     mappings or lists (not hashable, and never meant)."""
+    import yaml
+
     for node in _walk(root):
         if not isinstance(node, yaml.MappingNode):
             continue
@@ -304,6 +314,8 @@ def _check_keys(root: yaml.Node, error: YamlErrorFactory) -> None:
 
 def _bad_value_line(root: yaml.Node) -> int | None:
     """The line of the first scalar PyYAML cannot construct (an impossible date, a tag)."""
+    import yaml
+
     for node in _walk(root):
         if isinstance(node, yaml.ScalarNode):
             try:
@@ -320,6 +332,8 @@ def parse_yaml(text: str, error: YamlErrorFactory) -> tuple[Any, yaml.Node | Non
     ``2026-13-45`` that cannot be constructed, an unknown tag) becomes
     ``error(message, line, hint)``.
     """
+    import yaml
+
     try:
         _no_aliases(text, error)
         node = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
-from servekit.bench.loop import LoopKind
-from servekit.cli.output import fail, plain, print_json, stacked, stderr, stdout
+from servekit.cli.choices import LoopName
 from servekit.errors import RegressionError
-from servekit.progress import track_count
-from servekit.receipts.keys import load_signing_key, load_trust_store
-from servekit.replay import (
-    Comparison,
-    ReplayOptions,
-    Verdict,
-    compare,
-    prepare_replay,
-    run_replay,
-    sign_reproduction,
-    verify_reproduction,
-)
-from servekit.replay.models import FigureComparison
-from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
-from servekit.seams import output_dir, output_file
 
-_STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
+    from servekit.replay import Comparison
+    from servekit.replay.models import FigureComparison
+    from servekit.replay.reproduction import ReproductionPredicate
+
+REPRODUCTION_FILE = "reproduction.dsse.json"
+"""``servekit.replay.reproduction.REPRODUCTION_FILE``, for the help text (start-up)."""
 
 
 def replay_command(
@@ -51,12 +41,19 @@ def replay_command(
     timeout: float = typer.Option(
         600.0, metavar="SECONDS", help="Read timeout per request, seconds."
     ),
-    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
+    loop: LoopName = typer.Option("auto", help="Client event loop."),
     force: bool = typer.Option(False, "--force", help="Overwrite an earlier replay in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print the replay's files as JSON."),
 ) -> None:
     """Verify a kit, then re-run every workload of its package exactly as recorded
     against your endpoint, writing raw evidence and replay.json for `bench compare`."""
+    from servekit.bench.loop import LoopKind
+    from servekit.cli.output import plain, print_json, stderr, stdout
+    from servekit.progress import track_count
+    from servekit.receipts.keys import load_trust_store
+    from servekit.replay import ReplayOptions, prepare_replay, run_replay
+    from servekit.seams import output_dir
+
     options = ReplayOptions(
         kit=kit,
         trust=load_trust_store(trust),
@@ -67,7 +64,7 @@ def replay_command(
         runs=runs,
         gpus=gpus,
         timeout_s=timeout,
-        loop=loop,
+        loop=LoopKind(loop),
         force=force,
     )
     with output_dir(out, force=True):  # an earlier replay is refused by run_replay itself
@@ -75,7 +72,7 @@ def replay_command(
         stderr.print(
             f"verified {plain(str(kit))}: {plain(plan.kit.package)} {plain(plan.kit.version)}"
         )
-        with track_count("replay requests", plan.total_requests) as tracker:
+        with track_count("replaying", plan.total_requests, unit="requests") as tracker:
             header = run_replay(plan, tracker)
     for w in header.workloads:
         stderr.print(f"replayed {plain(w.id)}: {plain(', '.join(f.file for f in w.files))}")
@@ -103,16 +100,21 @@ def _number(value: float | None, decimals: int) -> str:
 
 
 def _verdict_text(f: FigureComparison) -> str:
+    from servekit.replay import Verdict
+
     if f.verdict is Verdict.REPORTED:
         return "reported: here is your measurement"
     if f.verdict is Verdict.NOT_REPLAYED:
         return "not replayed"
-    style = _STYLE.get(f.verdict, "yellow")
+    styles = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+    style = styles.get(f.verdict, "yellow")
     return f"[{style}]{f.verdict.value}[/]"
 
 
 def _render_stacked(result: Comparison, title: str) -> None:
     """One block per figure: for terminals too narrow for the table."""
+    from servekit.cli.output import plain, stdout
+
     stdout.print(f"[italic]{plain(title)}[/]")
     for f in result.figures:
         diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f} %"
@@ -125,6 +127,10 @@ def _render_stacked(result: Comparison, title: str) -> None:
 
 
 def render_comparison(result: Comparison) -> None:
+    from rich.table import Table
+
+    from servekit.cli.output import plain, stacked, stdout
+
     title = f"{result.kit.package} {result.kit.version}: published vs your replay"
     if stacked():
         _render_stacked(result, title)
@@ -150,6 +156,8 @@ def render_comparison(result: Comparison) -> None:
 
 
 def _render_outcome(result: Comparison) -> None:
+    from servekit.cli.output import plain, stdout
+
     stdout.print(
         f"tolerance ±{result.tolerance_pct:g} % (lower latency and higher throughput are better)"
     )
@@ -196,6 +204,11 @@ def compare_command(
 ) -> None:
     """Compare every figure of the kit with your replay, recomputed by the claim rules'
     own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
+    from servekit.cli.output import fail, plain, print_json, stderr
+    from servekit.receipts.keys import load_signing_key
+    from servekit.replay import compare, sign_reproduction
+    from servekit.seams import output_file
+
     target = reproduction or directory / REPRODUCTION_FILE
     if sign is not None and directory.is_dir():  # a missing DIR is compare's own error
         output_file(target, force=force, option="--reproduction-out")
@@ -213,6 +226,8 @@ def compare_command(
 
 
 def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
+    from servekit.cli.output import plain, stdout
+
     kit, host = predicate.kit, predicate.host
     stdout.print(f"[green]✓ verified[/] reproduction signed by {key_id}")
     stdout.print(f"  kit:      {plain(kit.package)} {plain(kit.version)} by {plain(kit.publisher)}")
@@ -239,6 +254,10 @@ def reproduction_command(
 ) -> None:
     """Verify a signed reproduction offline: its signature, and that it binds the kit's
     receipt and the replay evidence. Exit 0 when it verifies and records a reproduction."""
+    from servekit.cli.output import print_json
+    from servekit.receipts.keys import load_trust_store
+    from servekit.replay import verify_reproduction
+
     predicate, key_id = verify_reproduction(
         file, load_trust_store(trust), kit=kit, replay_dir=replay
     )

@@ -199,7 +199,9 @@ def digest_problems(pin: WeightsPin, hashed: Mapping[str, Hashed]) -> list[FileP
 
 
 def _hash(scan: TreeScan, workers: int | None) -> tuple[dict[str, Hashed], list[FileProblem]]:
-    with progress.track_bytes("verifying", scan.total_bytes) as tracker:
+    with progress.track_bytes(
+        f"verifying: sha256 of {len(scan.files)} files", scan.total_bytes
+    ) as tracker:
         results = hash_files(scan.files, workers=workers, tracker=tracker)
     hashed = {p: r for p, r in results.items() if isinstance(r, Hashed)}
     problems = [r for r in results.values() if isinstance(r, FileProblem)]
