@@ -199,6 +199,12 @@ def test_a_float32_checkpoint_is_served_in_16_bits(tmp_path: Path) -> None:
                                  "sliding_attention": {"rope_type": "default"}}},
             (4096 + 2048) * 8 * 2,
         ),
+        (  # ... of the layer types the model has
+            {"layer_types": ["full_attention", "full_attention"],
+             "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0},
+                                 "sliding_attention": {"rope_type": "default"}}},
+            4096 * 8 * 2,
+        ),
     ],
 )  # fmt: skip
 def test_the_rotary_cache_is_one_table_per_rope_configuration(extra: dict, expected: int) -> None:

@@ -182,8 +182,9 @@ def _rope_variants(text: dict[str, Any]) -> list[dict[str, Any]]:
     params = text.get("rope_parameters") or text.get("rope_scaling") or {}
     if not isinstance(params, dict):
         return [{}]
-    nested = [v for v in params.values() if isinstance(v, dict)]
-    if nested:  # {"full_attention": {...}, "sliding_attention": {...}}
+    used = set(text.get("layer_types") or params)
+    nested = [v for k, v in params.items() if isinstance(v, dict) and k in used]
+    if nested:  # {"full_attention": {...}, "sliding_attention": {...}}: the layers' types
         return [dict(t) for t in {tuple(sorted(v.items(), key=str)) for v in nested}]
     variants = [params]
     if text.get("rope_local_base_freq"):  # Gemma 3's local layers (transformers 4 configs)
