@@ -172,7 +172,8 @@ def measure(config: Path, utilization: float, max_len: int) -> dict[str, Any]:
     llm = start(model_dir(config), utilization, max_len)
     started = time.time() - t0
     run = runner(llm)
-    parts = breakdown(run.model)
+    # get_model() unwraps a CUDA-graph wrapper (none in eager mode, but harmless)
+    parts = breakdown(run.get_model() if hasattr(run, "get_model") else run.model)
     blocks = load_blocks(torch.cuda.memory._snapshot(), parts.pop("ptrs"))
     torch.cuda.memory._record_memory_history(enabled=None)
     quant = getattr(run.model_config, "quantization", None)
