@@ -49,6 +49,9 @@ class _Quiet:
     def advance(self, amount: float) -> None:
         pass
 
+    def phase(self, description: str, total: int | None) -> None:
+        pass
+
 
 def _within(measured: float, configured: float) -> bool:
     return abs(measured - configured) <= max(0.02 * configured, 1.0)

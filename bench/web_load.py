@@ -232,7 +232,7 @@ def run(opts: argparse.Namespace, work: Path) -> None:
     record_in_store(catalog, work / "home")
     # 3. the static export (a fresh process: each distinct chart is drawn once, then cached)
     t0 = time.perf_counter()
-    pages = export_site(catalog, work / "site")
+    pages = export_site(catalog, work / "site").pages
     export_s = time.perf_counter() - t0
     print(
         f"static export of {len(catalog.entries)} versions ({len(pages)} pages): {export_s:.2f} s"

@@ -35,24 +35,12 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 # flashinfer is not carried; without this the engine core dies with "No module named 'flashinfer'"
 export VLLM_USE_FLASHINFER_SAMPLER=0
-T0=$(date +%s)
-log() { echo "[$(date -u +%H:%M:%S) +$(($(date +%s) - T0))s] $*" | tee -a "$OUT/log.txt"; }
-left() { echo $((BUDGET - ($(date +%s) - T0))); }
-die() { log "FAILED: $*"; exit 1; }
+# shellcheck source=scripts/gpu/vllm_lib.sh
+. scripts/gpu/vllm_lib.sh
 
 log "1. assemble"
-last=$(ls -d .vllm/part* | sort | tail -1)
-cp "$last"/* "$STAGE"/ || die "no $last carried"
-parts=$(cat "$STAGE/PARTS")
-for i in $(seq 0 $((parts - 1))); do
-  [ -f "$STAGE/bundle.part$i" ] || die "part $i is not on this machine (a fresh machine? run vllm_stage.sh first)"
-done
-(cd "$STAGE" && grep 'bundle.part' SHA256SUMS | sha256sum -c --quiet -) || die "a part's sha256 differs"
-rm -rf "$WORK" && mkdir -p "$WORK/ev"
-cat $(for i in $(seq 0 $((parts - 1))); do echo "$STAGE/bundle.part$i"; done) > "$WORK/bundle.tar.xz"
-(cd "$WORK" && grep ' bundle.tar.xz' "$STAGE/SHA256SUMS" | sha256sum -c --quiet -) || die "bundle sha256 differs"
-tar -C "$WORK" -xJf "$WORK/bundle.tar.xz" && rm "$WORK/bundle.tar.xz" || die "extract"
-log "extracted: $(du -sh "$WORK/site" | cut -f1)"
+assemble
+mkdir -p "$WORK/ev"
 
 log "2. servekit from this checkout; facts"
 export PYTHONPATH=$PWD/src:$WORK/site${PYTHONPATH:+:$PYTHONPATH}

@@ -70,9 +70,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{ENV_PREFIX}{str(e['loc'][0]).upper()}: {e['msg']}" for e in exc.errors()
-        )
+        from servekit.seams import validation_problems  # yaml stays out of start-up
+
+        names = {name: ENV_PREFIX + name.upper() for name in Settings.model_fields}
+        problems = validation_problems(exc, names)
         raise UsageError(
             f"invalid setting: {problems}", hint="see docs/settings.md for each setting's type"
         ) from exc

@@ -619,7 +619,8 @@ class AuditError(StoreError):
 
 
 class NotForSaleError(StoreError):
-    """The version was retracted (or its package is not published) and is not sold."""
+    """The version was retracted (or its package is not published) and is not sold; or
+    ``store publish`` was given a draft, which is never sold."""
 
     exit_code = 38
 

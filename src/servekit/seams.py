@@ -16,14 +16,17 @@ from __future__ import annotations
 import contextlib
 import math
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from servekit.errors import Error, UsageError
+
+if TYPE_CHECKING:  # PyYAML and pydantic load with the first YAML file or model, not here:
+    # a command that fails on its arguments starts without them (docs/performance.md)
+    import yaml
+    from pydantic import ValidationError
 
 ErrorFactory = Callable[[str], Error]
 """Builds the caller's error from a message (the caller knows which class it owes)."""
@@ -50,10 +53,14 @@ def _sentence(err: Mapping[str, Any]) -> str:
     if kind == "missing":
         return "is required"
     if kind == "extra_forbidden":
-        return "is not a known field"
+        return "is an unknown field (remove it, or check its spelling against the schema)"
+    if kind == "string_type" and isinstance(err.get("input"), int | float):
+        return "must be text, not a number or boolean: quote the value"
     if kind == "value_error":  # a validator's own sentence, without pydantic's prefix
         return str(err.get("msg", "")).removeprefix("Value error, ")
     message = str(err.get("msg", "is not valid"))
+    if message.startswith("Input should be "):
+        return "must be " + message.removeprefix("Input should be ")
     return message[:1].lower() + message[1:]
 
 
@@ -62,24 +69,68 @@ def _got(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def validation_problems(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
-    """Every problem of ``exc`` as ``NAME SENTENCE (got VALUE)``, joined by ``; ``.
+def _path(loc: Sequence[int | str], start: str = "") -> str:
+    """``serve.args[2]``: dotted names, list indexes in brackets, after ``start``."""
+    out = start
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
-    ``names`` maps a model field to what the user typed (``output_tokens`` ->
-    ``--output-tokens``); a field not in it is named by its dotted path.
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """One problem of a pydantic ``ValidationError``, in servekit's words.
+
+    ``loc`` is the field's location (validator wrappers removed), ``field`` what the user
+    calls it (``--output-tokens``, ``SERVEKIT_PORT`` or ``model.files[0].sha256``; empty at
+    the top level) and ``sentence`` the rest: ``must be at least 1 (got 0)``.
     """
+
+    loc: tuple[int | str, ...]
+    field: str
+    sentence: str
+    own_sentence: bool  # a validator wrote it: it names what it checks itself
+
+    def __str__(self) -> str:
+        if self.own_sentence or not self.field:
+            return self.sentence
+        return f"{self.field} {self.sentence}"
+
+
+def field_problems(
+    exc: ValidationError, names: Mapping[str, str] | None = None
+) -> list[FieldProblem]:
+    """Every problem of ``exc``; ``names`` maps a top-level field to what the user typed
+    (``output_tokens`` -> ``--output-tokens``), others are named by their path."""
     names = names or {}
     out = []
     for err in exc.errors():
-        loc = [str(part) for part in err.get("loc", ())]
-        field = names.get(loc[0], ".".join(loc)) if loc else ""
+        loc = tuple(p for p in err.get("loc", ()) if not str(p).startswith("function-"))
+        renamed = bool(loc) and str(loc[0]) in names
+        field = _path(loc[1:], names[str(loc[0])]) if renamed else _path(loc)
+        kind = err.get("type")
         sentence = _sentence(err)
-        if err.get("type") == "value_error" or not field:
-            out.append(sentence)
-            continue
-        suffix = "" if err.get("type") in {"missing"} else f" (got {_got(err.get('input'))})"
-        out.append(f"{field} {sentence}{suffix}")
-    return "; ".join(out)
+        if kind not in {"missing", "value_error", "extra_forbidden"}:
+            sentence += f" (got {_got(err.get('input'))})"
+        out.append(FieldProblem(loc, field, sentence, own_sentence=kind == "value_error"))
+    return out
+
+
+def validation_problems(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """Every problem of ``exc`` as ``NAME SENTENCE (got VALUE)``, joined by ``; ``."""
+    return "; ".join(str(p) for p in field_problems(exc, names))
+
+
+def problem_text(exc: BaseException) -> str:
+    """One line saying what is wrong with parsed input, whichever library refused it: a
+    pydantic ``ValidationError`` through :func:`validation_problems`, anything else
+    (``json`` or ``base64`` errors, a missing key) by its first line."""
+    from pydantic import ValidationError  # here: the seam loads pydantic only when used
+
+    if isinstance(exc, ValidationError):
+        return validation_problems(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return text or type(exc).__name__
 
 
 def option_names(model_fields: Mapping[str, object], **renamed: str) -> dict[str, str]:
@@ -199,11 +250,12 @@ YamlErrorFactory = Callable[[str, int | None, str], Error]
 MAX_YAML_DEPTH = 64
 """servekit's YAML files nest about 6 levels; PyYAML's composer recurses once per level."""
 
-_YAML_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
-    yaml, "CSafeLoader", yaml.SafeLoader
-)
-"""libyaml's scanner and parser when PyYAML has them: the same events and nodes, marks
-included, about ten times faster (publishing parses every package.yaml)."""
+def _yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
+    """libyaml's scanner and parser when PyYAML has them: the same events and nodes, marks
+    included, about ten times faster (publishing parses every package.yaml)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _event_line(event: yaml.Event) -> int | None:
@@ -214,8 +266,10 @@ def _no_aliases(text: str, error: YamlErrorFactory) -> None:
     """Refuse anchors, aliases and deep nesting from the event stream, before composing
     (aliases let a few hundred bytes expand to gigabytes; nothing servekit reads needs them).
     """
+    import yaml
+
     depth = 0
-    for event in yaml.parse(text, Loader=_YAML_LOADER):
+    for event in yaml.parse(text, Loader=_yaml_loader()):
         anchor = getattr(event, "anchor", None)
         if isinstance(event, yaml.AliasEvent) or anchor is not None:
             kind = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
@@ -235,6 +289,8 @@ def _too_deep(error: YamlErrorFactory, line: int | None) -> Error:
 
 def _walk(root: yaml.Node) -> Iterator[yaml.Node]:
     """Every node once, without recursion."""
+    import yaml
+
     pending, seen = [root], set()
     while pending:
         node = pending.pop()
@@ -251,6 +307,8 @@ def _walk(root: yaml.Node) -> Iterator[yaml.Node]:
 def _check_keys(root: yaml.Node, error: YamlErrorFactory) -> None:
     """Refuse a key twice in one mapping (YAML keeps the last) and keys that are
     mappings or lists (not hashable, and never meant)."""
+    import yaml
+
     for node in _walk(root):
         if not isinstance(node, yaml.MappingNode):
             continue
@@ -267,6 +325,8 @@ def _check_keys(root: yaml.Node, error: YamlErrorFactory) -> None:
 
 def _bad_value_line(root: yaml.Node) -> int | None:
     """The line of the first scalar PyYAML cannot construct (an impossible date, a tag)."""
+    import yaml
+
     for node in _walk(root):
         if isinstance(node, yaml.ScalarNode):
             try:
@@ -283,9 +343,11 @@ def parse_yaml(text: str, error: YamlErrorFactory) -> tuple[Any, yaml.Node | Non
     ``2026-13-45`` that cannot be constructed, an unknown tag) becomes
     ``error(message, line, hint)``.
     """
+    import yaml
+
     try:
         _no_aliases(text, error)
-        node = yaml.compose(text, Loader=_YAML_LOADER)
+        node = yaml.compose(text, Loader=_yaml_loader())
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         if "maximum nesting depth" in (exc.problem or ""):  # libyaml's own limit, read ahead

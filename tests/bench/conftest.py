@@ -18,12 +18,21 @@ from servekit.progress import track_count
 FAST = {"ttft_ms": 5.0, "itl_ms": 2.0}
 
 
-class _Counter:
+class Counter:
+    """A progress tracker that remembers each phase and what was counted in it."""
+
     def __init__(self) -> None:
         self.done = 0.0
+        self.phases: list[tuple[str, int | None, float]] = []
 
     def advance(self, amount: float) -> None:
         self.done += amount
+        if self.phases:
+            name, total, count = self.phases[-1]
+            self.phases[-1] = (name, total, count + amount)
+
+    def phase(self, description: str, total: int | None) -> None:
+        self.phases.append((description, total, 0.0))
 
 
 @pytest.fixture
@@ -54,8 +63,8 @@ def harness(url: str, out: Path, **overrides: Any) -> list[Evidence]:
     }
     settings.update(overrides)
     config = RunConfig.model_validate(settings)
-    counter = _Counter()
-    with track_count("test", config.total_requests):
+    counter = Counter()
+    with track_count("test", config.total_requests, unit="requests"):
         files = run_benchmark(config, counter)
     assert counter.done == config.total_requests
     return [load_evidence(f) for f in files]

@@ -71,5 +71,8 @@ def test_unreachable_endpoint_is_a_bench_error(tmp_path: Path) -> None:
         def advance(self, amount: float) -> None:
             pass
 
+        def phase(self, description: str, total: int | None) -> None:
+            pass
+
     with pytest.raises(BenchError, match="did not answer a probe request"):
         run_benchmark(config, _Null())

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from servekit.bench.loop import LoopKind
+from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.bench.summary import summarize_path
 from servekit.errors import BenchError
 from servekit.package.evidence import Evidence
 from servekit.package.stats import summarize
+from tests.bench.conftest import Counter
 
 Sim = Callable[..., AbstractContextManager[str]]
 Harness = Callable[..., list[Evidence]]
@@ -92,3 +95,20 @@ def test_queueing_behind_the_concurrency_limit(sim: Sim, run_harness: Harness) -
         (ev,) = run_harness(url, requests=4, warmup=0, output_tokens=4)
     ttfts = sorted(summarize(ev.requests, 2).ttft_ms)
     assert ttfts[0] < 60.0 and ttfts[-1] > 80.0  # one waited ~55 ms behind another
+
+
+def test_progress_names_each_phase_and_counts_it(sim: Sim, tmp_path: Path) -> None:
+    config = RunConfig(endpoint="", model="servekit-sim", prompt_min=20, prompt_max=40,
+                       output_tokens=4, concurrencies=(1, 2), requests=3, warmup=1, runs=2,
+                       out=tmp_path / "out", timeout_s=5.0, loop=LoopKind.ASYNCIO)  # fmt: skip
+    counter = Counter()
+    with sim() as url:
+        run_benchmark(config.model_copy(update={"endpoint": url}), counter)
+    probe, *groups = counter.phases
+    assert probe[0] == f"probing {url}" and probe[1] is None
+    assert [(name, total, done) for name, total, done in groups] == [
+        (f"run {r}/2, c={c}, {kind} requests", n, n)
+        for r in (1, 2)
+        for c in (1, 2)
+        for kind, n in (("warmup", 1), ("measured", 3))
+    ]

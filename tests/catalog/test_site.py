@@ -13,7 +13,7 @@ EXAMPLES = ROOT / "examples" / "packages"
 
 def test_export_paginates_and_links_everything_it_shows(tmp_path: Path) -> None:
     catalog = load_catalog(EXAMPLES)
-    pages = export_site(catalog, tmp_path, page_size=2)
+    pages = export_site(catalog, tmp_path, page_size=2).pages
     assert [p.name for p in pages[:2]] == ["index.html", "page-2.html"]
     first = (tmp_path / "index.html").read_text()
     assert 'href="page-2.html"' in first and "<form" not in first  # no filters offline

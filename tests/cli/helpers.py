@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,9 +36,13 @@ def options(path: tuple[str, ...]) -> list[str]:
     return [opt for param in command.params for opt in getattr(param, "opts", [])]
 
 
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
+def run_cli(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
     """``servekit ARGV`` through ``servekit.cli.main.main``: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
+    saved, sys.stdin = sys.stdin, io.StringIO(stdin)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        sys.stdin = saved
     return code, out.getvalue(), err.getvalue()

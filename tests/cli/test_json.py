@@ -9,20 +9,24 @@ the process returned.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from servekit.config import load_settings
+from servekit.store.db import open_store
 from tests.assets.make_kit_fixtures import private_key
 from tests.cli.helpers import commands, options, run_cli
 from tests.functional.helpers import EXAMPLES, SERVEKIT, servekit
 from tests.functional.test_cli_bench import VLLM_RESULT
+from tests.functional.test_cli_store import api_server
 from tests.hubserver import HubServer, hub_server
 from tests.replay.conftest import (
     Keys,
@@ -33,13 +37,29 @@ from tests.replay.conftest import (
     replays,
     start_simulator,
 )
+from tests.store.conftest import Packages, key, packages
+from tests.web.api.world import PASSWORD, make_world
 
-__all__ = ["hub_server", "keys", "kit", "package_dir", "replays"]
+__all__ = ["hub_server", "key", "keys", "kit", "package_dir", "packages", "replays"]
 
 # Commands without a result to print: servers that run until interrupted, and
 # `package schema`, whose whole output already is one JSON document.
 NO_RESULT = {("serve",), ("sim", "serve"), ("store", "serve"), ("package", "schema")}
 TINY = EXAMPLES / "tiny-sim"
+
+
+@dataclass(frozen=True)
+class Store:
+    """A SQLite store under its own SERVEKIT_HOME, with the API world's purchases in it
+    (tests/web/api/world.py), served on a loopback port for `store download`."""
+
+    home: Path
+    url: str
+    token: str  # an API token of workspace "alpha", which holds test-priced 1.0.0
+    order_id: int
+    signature_id: int
+    unpublished: Path  # a package not yet in the store
+    key: Path
 
 
 @dataclass
@@ -50,12 +70,22 @@ class World:
     replay: Path
     endpoint: str
     hub: HubServer
+    store: Store
 
     def fresh(self, name: str) -> str:
         return str(self.tmp / name)
 
 
-Case = Callable[[World], list[str]]
+@dataclass(frozen=True)
+class Call:
+    """A command's arguments with environment overrides and stdin."""
+
+    argv: list[str]
+    env: dict[str, str | None] = field(default_factory=dict)
+    stdin: str = ""
+
+
+Case = Callable[[World], list[str] | Call]
 
 
 def _vllm_result(w: World) -> str:
@@ -208,17 +238,115 @@ CASES: dict[tuple[str, ...], tuple[Case, Case]] = {
 }
 
 
-# The store's operator commands (merged from the store branch after this test was written)
-# have no cases here yet; issue 15's note says so. Listed by name, so a new command elsewhere
-# still fails this test.
-STORE_PENDING = {c for c in commands() if c[0] == "store"}
+def _broken(*argv: str) -> Case:
+    """The store's commands run against World.store's SERVEKIT_HOME (see _run); a database
+    that cannot be opened (its directory is a file) is their failure where the command
+    itself has none."""
+
+    def case(w: World) -> Call:
+        blocker = w.tmp / "a-file"
+        blocker.write_text("not a directory")
+        return Call(list(argv), env={"SERVEKIT_DATABASE_URL": f"sqlite:///{blocker}/servekit.db"})
+
+    return case
+
+
+STORE_CASES: dict[tuple[str, ...], tuple[Case, Case]] = {
+    ("store", "add-member"): (
+        lambda w: ["alpha", "bob@example.com", "--role", "member"],
+        lambda w: ["no-such-workspace", "bob@example.com"],
+    ),
+    ("store", "add-token"): (
+        lambda w: ["alpha", "alice@example.com", "--name", "json"],
+        lambda w: ["no-such-workspace", "alice@example.com"],
+    ),
+    ("store", "add-user"): (
+        lambda w: Call(["json@example.com", "--password-stdin"], stdin=PASSWORD + "\n"),
+        lambda w: Call(["short@example.com", "--password-stdin"], stdin="short\n"),
+    ),
+    ("store", "add-workspace"): (
+        lambda w: ["json-ws", "--owner", "alice@example.com"],
+        lambda w: ["json-ws-2", "--owner", "nobody@example.com"],
+    ),
+    ("store", "audit"): (lambda w: [], _broken()),
+    ("store", "download"): (
+        lambda w: [
+            "test-priced@1.0.0",
+            "--url",
+            w.store.url,
+            "--token",
+            w.store.token,
+            "-o",
+            w.fresh("bought.tar.gz"),
+        ],
+        lambda w: [
+            "test-priced@1.0.0",
+            "--url",
+            w.store.url,
+            "--token",
+            "sk-wrong",
+            "-o",
+            w.fresh("refused.tar.gz"),
+        ],
+    ),
+    ("store", "erase-signer"): (
+        lambda w: [str(w.store.signature_id)],
+        lambda w: ["999999"],
+    ),
+    ("store", "list"): (lambda w: [], _broken()),
+    ("store", "migrate"): (lambda w: [], _broken()),
+    ("store", "publish"): (
+        lambda w: [str(w.store.unpublished), "--key", str(w.store.key)],
+        lambda w: [str(w.store.unpublished), "--key", w.fresh("no-key")],
+    ),
+    ("store", "refund"): (
+        lambda w: [str(w.store.order_id), "--reason", "json test"],
+        lambda w: ["999999", "--reason", "json test"],
+    ),
+    ("store", "renew-due"): (lambda w: [], _broken()),
+    ("store", "retract"): (
+        lambda w: ["test-free", "1.0.0", "--reason", "json test"],
+        lambda w: ["no-such-package", "1.0.0", "--reason", "json test"],
+    ),
+    ("store", "send-outbox"): (lambda w: [], _broken()),
+}
+CASES |= STORE_CASES
 
 
 def test_every_command_is_covered() -> None:
-    produce = [c for c in commands() if c not in NO_RESULT and c not in STORE_PENDING]
+    produce = [c for c in commands() if c not in NO_RESULT]
     assert sorted(CASES) == produce
     missing = [c for c in produce if "--json" not in options(c)]
     assert not missing, f"commands without --json: {missing}"
+
+
+def _store_env(home: Path) -> dict[str, str | None]:
+    return {"SERVEKIT_HOME": str(home), "SERVEKIT_DATABASE_URL": None}
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str | None]) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            if value is None:
+                patch.delenv(name, raising=False)
+            else:
+                patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="module")
+def store(
+    tmp_path_factory: pytest.TempPathFactory, packages: Packages, key: Path
+) -> Iterator[Store]:
+    home = tmp_path_factory.mktemp("store") / "home"
+    with _environ(_store_env(home)):
+        opened = open_store(load_settings())
+        api = make_world(opened, packages, key)
+        opened.engine.dispose()
+        with api_server() as url:
+            yield Store(home, url, api.alice_api_token, api.ids["order_id"],
+                        api.ids["signature_id"], packages.priced_v2, key)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -228,13 +356,15 @@ def world(
     keys: Keys,
     replays: dict[str, Path],
     hub_server: HubServer,
+    store: Store,
 ) -> Iterator[World]:
     from tests.functional.test_cli_weights import _hub_repo
 
     _hub_repo(hub_server, "org/json-model")
     proc, url = start_simulator("1", "1")
+    tmp = tmp_path_factory.mktemp("json")
     try:
-        yield World(tmp_path_factory.mktemp("json"), kit, keys, replays["same"], url, hub_server)
+        yield World(tmp, kit, keys, replays["same"], url, hub_server, store)
     finally:
         proc.terminate()
         proc.wait(10)
@@ -247,21 +377,26 @@ def _strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def _run(world: World, argv: list[str]) -> tuple[int, str, str]:
-    if argv[:2] == ["model", "pin"]:  # the Hub client reads its endpoint at import
+def _run(world: World, path: tuple[str, ...], case: Case) -> tuple[int, str, str]:
+    given = case(world)
+    call = given if isinstance(given, Call) else Call(given)
+    argv = [*path, *call.argv, "--json"]
+    if path == ("model", "pin"):  # the Hub client reads its endpoint at import
         env = world.hub.env(world.tmp)
         done = subprocess.run([*SERVEKIT, *argv], capture_output=True, text=True, env=env)
         return done.returncode, done.stdout, done.stderr
-    return run_cli(argv)
+    env = _store_env(world.store.home) if path[0] == "store" else {}
+    with _environ({**env, **call.env}):
+        return run_cli(argv, stdin=call.stdin)
 
 
 @pytest.mark.parametrize("path", sorted(CASES), ids=" ".join)
 def test_json_on_success_and_on_failure(world: World, path: tuple[str, ...]) -> None:
     success, failure = CASES[path]
-    code, out, err = _run(world, [*path, *success(world), "--json"])
+    code, out, err = _run(world, path, success)
     assert code == 0, err
     _strict(out)
-    code, out, err = _run(world, [*path, *failure(world), "--json"])
+    code, out, err = _run(world, path, failure)
     assert code not in (0, 1), err
     data = _strict(out)
     assert data["ok"] is False and data["exit_code"] == code, data

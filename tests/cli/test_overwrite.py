@@ -3,12 +3,17 @@ directory left behind by a failed command."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
 from tests.assets.make_kit_fixtures import private_key
 from tests.cli.helpers import run_cli
 from tests.functional.helpers import EXAMPLES
+from tests.functional.test_cli_bench import VLLM_RESULT
+from tests.replay.conftest import Keys, keys, kit, package_dir, replay_copy, replays
+
+__all__ = ["keys", "kit", "package_dir", "replay_copy", "replays"]
 
 TINY = EXAMPLES / "tiny-sim"
 
@@ -72,3 +77,67 @@ def test_a_refused_kit_unpack_leaves_no_directory(tmp_path: Path) -> None:
     code, _, err = run_cli(["kit", "unpack", str(kit), str(tmp_path / "a" / "b"), "--trust",
                             str(trust)])  # fmt: skip
     assert code == 2 and not (tmp_path / "a").exists()
+
+
+def test_bench_compare_sign_asks_before_overwriting(
+    replay_copy: Path, kit: Path, keys: Keys
+) -> None:
+    signed = replay_copy / "reproduction.dsse.json"
+    signed.write_text("an earlier reproduction")
+    argv = ["bench", "compare", str(kit), str(replay_copy), "--tolerance", "50",
+            "--sign", str(keys.buyer)]  # fmt: skip
+    code, _, err = run_cli(argv)
+    assert code == 2 and "--force" in err
+    assert signed.read_text() == "an earlier reproduction"
+    code, _, err = run_cli([*argv, "--force"])
+    assert code == 0, err
+    assert signed.read_text() != "an earlier reproduction"
+
+
+def test_bench_compare_sign_creates_no_parent(replay_copy: Path, kit: Path, keys: Keys) -> None:
+    target = replay_copy / "absent" / "r.dsse.json"
+    code, _, err = run_cli(["bench", "compare", str(kit), str(replay_copy), "--tolerance", "50",
+                            "--sign", str(keys.buyer), "--reproduction-out", str(target)])  # fmt: skip
+    assert code == 2 and "does not exist" in err
+    assert not target.parent.exists()
+
+
+def test_feed_sign_creates_no_parent(tmp_path: Path) -> None:
+    source = tmp_path / "feed.yaml"
+    source.write_text("publisher: servekit tests\n")
+    key = private_key("publisher", tmp_path)
+    out = tmp_path / "absent" / "feed.json"
+    code, _, err = run_cli(["feed", "sign", str(source), "--key", str(key), "-o", str(out),
+                            "--state", str(tmp_path / "state.json")])  # fmt: skip
+    assert code == 2 and "does not exist" in err
+    assert not out.parent.exists() and not (tmp_path / "state.json").exists()
+
+
+def test_store_download_asks_before_overwriting(tmp_path: Path) -> None:
+    kit = tmp_path / "kit.tar.gz"
+    kit.write_bytes(b"a kit I already have")
+    argv = ["store", "download", "tiny-sim", "--url", f"http://127.0.0.1:{_closed_port()}",
+            "--token", "sk-x", "-o"]  # fmt: skip
+    code, _, err = run_cli([*argv, str(kit)])
+    assert code == 2 and "--force" in err
+    assert kit.read_bytes() == b"a kit I already have"
+    code, _, err = run_cli([*argv, str(tmp_path / "absent" / "kit.tar.gz")])
+    assert code == 2 and not (tmp_path / "absent").exists()
+
+
+def test_bench_import_asks_before_overwriting(tmp_path: Path) -> None:
+    result = tmp_path / "vllm.json"
+    result.write_text(json.dumps(VLLM_RESULT))
+    out = tmp_path / "v.jsonl"
+    out.write_text("earlier evidence")
+    code, _, err = run_cli(["bench", "import", "vllm", str(result), "-o", str(out)])
+    assert code == 2 and "--force" in err
+    assert out.read_text() == "earlier evidence"
+
+
+def test_keys_generate_never_replaces_a_key(tmp_path: Path) -> None:
+    assert run_cli(["keys", "generate", "--out", str(tmp_path)])[0] == 0
+    before = (tmp_path / "servekit.key").read_bytes()
+    code, _, err = run_cli(["keys", "generate", "--out", str(tmp_path)])
+    assert code == 5, err
+    assert (tmp_path / "servekit.key").read_bytes() == before

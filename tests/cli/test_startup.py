@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import typer.main
@@ -60,3 +60,40 @@ def test_every_registered_command_is_listed() -> None:
 def test_package_check_fails_on_its_arguments_without_the_library() -> None:
     loaded = _imported(["package", "check"])
     assert not {m for m in loaded if m.startswith(("numpy", "httpx", "servekit.package"))}
+
+
+# typer 0.29 coerces every parameter of a group through a pydantic TypeAdapter, so pydantic
+# itself loads with any group; servekit's models (servekit.package, servekit.bench) must not
+GROUP_HEAVY = tuple(m for m in HEAVY if m != "pydantic")
+BENCH_RUN = ["bench", "run", "--endpoint", "http://127.0.0.1:9", "--model", "m",
+             "--input-tokens", "8:8", "--output-tokens", "2", "--requests", "4", "--out", "x"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "run"],  # --endpoint and the other required options missing
+        [*BENCH_RUN, "--concurrency", "0"],
+        [*BENCH_RUN, "--concurrency", "8"],  # more than --requests can ever put in flight
+        [*BENCH_RUN, "--input-tokens", "9:8"],
+        [*BENCH_RUN, "--timeout", "0"],
+        [*BENCH_RUN, "--api", "grpc"],
+        [*BENCH_RUN[:2], "--endpoint", "ftp://host", *BENCH_RUN[4:]],
+        ["bench", "summary"],
+        ["bench", "replay", "kit.tar.gz"],
+        ["bench", "compare", "kit.tar.gz"],
+        ["bench", "import", "vllm", "result.json"],
+    ],
+    ids=lambda argv: " ".join(argv[2:])[:40] or " ".join(argv),
+)
+def test_an_argument_error_in_the_bench_group_loads_no_heavy_module(argv: list[str]) -> None:
+    loaded = _imported(argv)
+    assert not {m for m in loaded if m.startswith(GROUP_HEAVY) or m == "servekit.cli.package"}
+
+
+def test_the_option_choices_are_the_enums() -> None:
+    from servekit.bench.loop import LoopKind
+    from servekit.cli.choices import ApiName, LoopName
+    from servekit.package.models import Api
+
+    assert get_args(ApiName) == tuple(Api) and get_args(LoopName) == tuple(LoopKind)

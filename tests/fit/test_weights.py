@@ -13,7 +13,7 @@ from servekit.fit import FitOptions, Parallelism, from_directory, predict
 from servekit.fit.arch import parse
 from servekit.fit.estimate import tensors as estimated
 from servekit.fit.models import Basis, TensorClass
-from servekit.fit.weights import per_gpu
+from servekit.fit.weights import per_gpu, rope_cache
 from tests.fit.checkpoints import (
     DEEPSEEK,
     LLAMA,
@@ -22,6 +22,9 @@ from tests.fit.checkpoints import (
     nbytes,
     write_model,
 )
+
+# vLLM's rotary cos/sin table for LLAMA: 2048 positions x head dim 8 x 2 bytes, on every GPU
+ROPE = 2048 * 8 * 2
 
 
 def _classes(result) -> dict[TensorClass, int]:  # type: ignore[no-untyped-def]
@@ -34,7 +37,8 @@ def test_llama_tp1_counts_every_byte_of_the_headers(tmp_path: Path) -> None:
     padding = 2 * 24 * LLAMA["hidden_size"] * 2
     result = predict(from_directory(write_model(tmp_path, LLAMA, shapes)), FitOptions(gpu="H200"))
     assert result.basis is Basis.HEADERS
-    assert result.weights_bytes_per_gpu == nbytes(shapes) + padding
+    assert result.weights_bytes_per_gpu == nbytes(shapes) + padding + ROPE
+    assert _classes(result)[TensorClass.ROPE_CACHE] == ROPE
 
 
 def test_llama_tp2_splits_projections_and_kv_heads(tmp_path: Path) -> None:
@@ -140,7 +144,7 @@ def test_float32_weights_are_counted_at_the_model_dtype(tmp_path: Path) -> None:
     shapes = llama_shapes(LLAMA)
     model = write_model(tmp_path, {**LLAMA, "torch_dtype": "bfloat16"}, shapes, dtype="float32")
     result = predict(from_directory(model), FitOptions(gpu="H200"))
-    assert result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2
+    assert result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2 + ROPE
 
 
 def test_a_vision_tower_is_counted_unless_language_only(tmp_path: Path) -> None:
@@ -158,7 +162,9 @@ def test_packed_4bit_bytes_come_from_the_headers_not_parameter_counts(tmp_path: 
     extra = {"model.layers.0.mlp.experts.gate_up_proj_blocks": np.zeros((4, 256, 2, 16), "uint8")}
     save_file(extra, str(model / "extra.safetensors"))
     result = predict(from_directory(model), FitOptions(gpu="H200"))
-    assert result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2 + 4 * 256 * 2 * 16
+    assert (
+        result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2 + 4 * 256 * 2 * 16 + ROPE
+    )
     assert math.isclose(
         result.weights_bytes_per_gpu / 2**30, result.as_json()["weights_gib_per_gpu"], abs_tol=1e-4
     )  # type: ignore[arg-type]
@@ -168,4 +174,56 @@ def test_a_float32_checkpoint_is_served_in_16_bits(tmp_path: Path) -> None:
     shapes = llama_shapes(LLAMA)
     model = write_model(tmp_path, {**LLAMA, "torch_dtype": "float32"}, shapes, dtype="float32")
     result = predict(from_directory(model), FitOptions(gpu="H200"))
-    assert result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2
+    assert result.weights_bytes_per_gpu == nbytes(shapes) + 2 * 24 * 64 * 2 + ROPE
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, 2048 * 8 * 2),  # max_position_embeddings x head dim x the model's 2 bytes
+        (  # Llama 3's rope type covers max_position_embeddings too
+            {"rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                              "original_max_position_embeddings": 256}},
+            2048 * 8 * 2,
+        ),
+        (  # YaRN covers the original context x factor
+            {"rope_scaling": {"type": "yarn", "factor": 4,
+                              "original_max_position_embeddings": 256}},
+            1024 * 8 * 2,
+        ),
+        ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, 4096 * 8 * 2),
+        ({"partial_rotary_factor": 0.5}, 2048 * 4 * 2),
+        ({"rope_local_base_freq": 10_000}, 2 * 2048 * 8 * 2),  # Gemma 3: global and local
+        (  # transformers 5: one configuration per layer type
+            {"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0},
+                                 "sliding_attention": {"rope_type": "default"}}},
+            (4096 + 2048) * 8 * 2,
+        ),
+        (  # ... of the layer types the model has
+            {"layer_types": ["full_attention", "full_attention"],
+             "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0},
+                                 "sliding_attention": {"rope_type": "default"}}},
+            4096 * 8 * 2,
+        ),
+    ],
+)  # fmt: skip
+def test_the_rotary_cache_is_one_table_per_rope_configuration(extra: dict, expected: int) -> None:
+    assert rope_cache(parse({**LLAMA, **extra})) == expected
+
+
+def test_the_rotary_cache_of_mla_uses_the_rope_head_dim() -> None:
+    rope = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 64}
+    arch = parse({**DEEPSEEK, "rope_scaling": rope})
+    assert rope_cache(arch) == 64 * 40 * DEEPSEEK["qk_rope_head_dim"] * 2
+
+
+def test_gpt_oss_keeps_its_rotary_cache_in_float32() -> None:
+    config = {**LLAMA, "architectures": ["GptOssForCausalLM"], "num_local_experts": 4}
+    assert rope_cache(parse(config)) == 2048 * 8 * 4
+
+
+def test_every_gpu_holds_the_whole_rotary_cache(tmp_path: Path) -> None:
+    source = from_directory(write_model(tmp_path, LLAMA, llama_shapes(LLAMA)))
+    for layout in (Parallelism(tp=2), Parallelism(pp=2)):
+        result = predict(source, FitOptions(gpu="H200", parallelism=layout, max_model_len=64))
+        assert _classes(result)[TensorClass.ROPE_CACHE] == ROPE

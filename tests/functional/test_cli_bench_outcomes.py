@@ -104,3 +104,55 @@ def test_resume_keeps_whole_runs_and_measures_the_partial_one(tmp_path: Path) ->
         n.startswith("PARTIAL") for n in json.loads(again[0])["notes"]
     )
     assert {g["run"] for g in json.loads(resumed.stdout)} == {"run-1", "run-2"}
+
+
+def _journal_lines(journal: Path, at_least: int, timeout_s: float = 30) -> int:
+    """Wait until the journal holds ``at_least`` records; returns how many it holds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if journal.is_file():
+            records = len(journal.read_text().splitlines()) - 1
+            if records >= at_least:
+                return records
+        time.sleep(0.05)
+    raise AssertionError(f"{journal} never held {at_least} records")
+
+
+def test_sigkill_loses_no_completed_request_and_resume_recovers_it(tmp_path: Path) -> None:
+    sim, url = start_simulator("5", "20")  # each request about 0.2 s
+    out = tmp_path / "run"
+    args = ["bench", "run", "--endpoint", url, "--model", recorded_model(),
+            "--input-tokens", "8:8", "--output-tokens", "10", "--requests", "12",
+            "--concurrency", "2", "--out", str(out), "--json"]  # fmt: skip
+    journal = out / "run-1.jsonl.partial"
+    try:
+        bench = subprocess.Popen([*SERVEKIT, "-q", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        _journal_lines(journal, 3)
+        bench.send_signal(signal.SIGKILL)
+        bench.wait(10)
+        killed = journal.read_text().splitlines()
+        manifest = json.loads((out / "manifest.json").read_text())
+        summary = subprocess.run([*SERVEKIT, "bench", "summary", str(out)], cwd=ROOT,
+                                 capture_output=True, text=True)  # fmt: skip
+        resumed = subprocess.run([*SERVEKIT, "-q", *args, "--resume"], cwd=ROOT,
+                                 capture_output=True, text=True)  # fmt: skip
+    finally:
+        sim.terminate()
+        sim.wait(10)
+    kept = len(killed) - 1
+    assert 3 <= kept < 12 and manifest["status"] == "running"  # killed mid-run
+    assert summary.returncode == 7 and "did not finish" in summary.stderr  # no file to summarize
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"recovered run-1.jsonl.partial: kept {kept} completed requests" in resumed.stderr
+    assert "kept as run-1.interrupted.jsonl" in resumed.stderr
+    aside = (out / "run-1.interrupted.jsonl").read_text().splitlines()
+    assert aside[1:] == killed[1:]  # every record the killed process completed, unchanged
+    assert any("ended abruptly" in n for n in json.loads(aside[0])["notes"])
+    assert not journal.exists() and len((out / "run-1.jsonl").read_text().splitlines()) == 13
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert [f["file"] for f in manifest["files"]] == ["run-1.jsonl"]
+    assert manifest["set_aside"] == ["run-1.interrupted.jsonl"]
+    (row,) = json.loads(resumed.stdout)
+    assert row["file"].endswith("run-1.jsonl") and row["completed"] == 12

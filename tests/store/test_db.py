@@ -5,12 +5,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, event, text
 
 from servekit.config import load_settings
-from servekit.store.db import database_url, open_store
+from servekit.store.db import Store, database_url, open_store
 from servekit.store.diagram import mermaid
 from servekit.store.models import Base
 from servekit.store.publishing import publication_state
@@ -69,3 +70,28 @@ def test_a_snapshot_reads_while_a_writer_holds_the_store(tmp_path: Path) -> None
             assert read == [(0, 0, 0)], "the snapshot waited for the writer"
     finally:
         store.engine.dispose()
+
+
+def test_a_connection_the_server_ended_is_replaced_on_checkout_without_a_ping(
+    fresh_store: Store,
+) -> None:
+    """No ``pool_pre_ping`` (a round trip per checkout): a pooled connection whose backend
+    was terminated is noticed on checkout from its socket and replaced, so the next
+    transaction runs. Without the check it fails with "terminating connection"."""
+    engine = fresh_store.engine
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has no server to end a connection")
+    with engine.connect() as conn:
+        victim = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    admin = create_engine(engine.url)
+    try:
+        with admin.connect() as conn:  # returns once the backend has exited
+            assert conn.execute(text("SELECT pg_terminate_backend(:p, 10000)"), {"p": victim})
+    finally:
+        admin.dispose()
+    sent: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2]))
+    with fresh_store.transaction() as s:
+        pid = s.execute(text("SELECT pg_backend_pid()")).scalar()
+    assert pid != victim
+    assert sent == ["SELECT pg_backend_pid()"]  # nothing else went to the server

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from servekit.errors import ClaimRuleError, StoreConflictError
+from servekit.errors import ClaimRuleError, NotForSaleError, StoreConflictError, StoreNotFoundError
+from servekit.store.checkout import create_quote
+from servekit.store.models import OrderKind
 from servekit.store.publishing import catalog, cents, kit_path, publish, retract
 from servekit.store.results import PublishResult
-from tests.store.conftest import ASSETS, THRESHOLD, Packages
+from tests.store.conftest import ASSETS, THRESHOLD, Packages, make_variant, member
 
 
 def _publish(path: Path, key: Path, kits_dir: Path, db: Session) -> PublishResult:
@@ -119,3 +121,21 @@ def test_retracted_versions_leave_the_catalog(
 )
 def test_dollars_become_integer_cents(usd: float, expected: int) -> None:
     assert cents(usd) == expected
+
+
+def test_a_draft_is_never_published_so_it_can_never_be_bought(
+    db: Session, tmp_path: Path, key: Path, kits_dir: Path
+) -> None:
+    draft = make_variant(tmp_path / "draft", pkg_id="test-draft", version="1.0.0", usd=10)
+    manifest = draft / "package.yaml"
+    manifest.write_text(re.sub(r"^status: .*$", "status: draft", manifest.read_text(), flags=re.M))
+    with pytest.raises(NotForSaleError) as info:
+        _publish(draft, key, kits_dir, db)
+    assert info.value.exit_code == 38
+    assert str(manifest) in info.value.message and "status draft" in info.value.message
+    assert info.value.hint and "status: published" in info.value.hint
+    assert [v.package_id for v in catalog(session=db, include_retracted=True)] == []
+    assert not kits_dir.exists()  # no kit was built or stored
+    buyer = member(db, "drafty")
+    with pytest.raises(StoreNotFoundError):
+        create_quote(buyer, "test-draft", "1.0.0", OrderKind.PURCHASE, session=db)

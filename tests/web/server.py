@@ -28,12 +28,12 @@ def store_publish(dirs: list[Path], home: Path, database_url: str | None = None)
         write_key_pair(generate(), keys)
     store = open_store(Settings(home=home, database_url=database_url))
     try:
-        _, refused = publish_all(
+        done = publish_all(
             store, dirs, keys / PRIVATE_KEY_FILE, Settings().enterprise_threshold_usd
         )
     finally:
         store.engine.dispose()
-    assert not refused, refused
+    assert not done.refused, done.refused
 
 
 @contextmanager

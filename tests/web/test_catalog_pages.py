@@ -130,3 +130,28 @@ def test_bad_page_number_is_refused(base_url: str) -> None:
     assert httpx.get(base_url + "/", params={"page": "0"}).status_code == 422
     last = httpx.get(base_url + "/", params={"page": "99"}).text
     assert len(cards_on(last)) == 4  # clamped to the last page
+
+
+def test_a_draft_is_shown_for_review_and_offered_nowhere(base_url: str) -> None:
+    """tiny-sim is a draft: `servekit serve` keeps its pages but never puts it in the store."""
+    index = httpx.get(base_url + "/").text
+    card = index[index.index('data-package="tiny-sim"') :]
+    card = card[: card.index("</article>")]
+    assert "badge-draft" in card and "draft: not for sale" in card
+    page = httpx.get(base_url + "/packages/tiny-sim/0.1.0").text
+    assert "shown for review only, and not for sale" in page and 'id="buy"' not in page
+    assert 'id="buy"' in httpx.get(base_url + "/packages/llama-850m-h200/1.0.0").text
+    on_sale = httpx.get(base_url + "/api/v1/catalog").json()
+    assert "tiny-sim" not in {v["package_id"] for v in on_sale} and len(on_sale) == 3
+    assert httpx.get(base_url + "/api/v1/catalog/tiny-sim/0.1.0").status_code == 404
+
+
+def test_live_pages_show_whole_commits_the_placeholder_and_where_weights_come_from(
+    base_url: str,
+) -> None:
+    k3 = httpx.get(base_url + "/packages/kimi-k3-8xb300/1.0.0").text
+    assert "0" * 40 in k3 and "is a placeholder, not a real commit" in k3
+    llama = httpx.get(base_url + "/packages/llama-850m-h200/1.0.0").text
+    assert "c421cee2eeb7395b146335754e14ae3902317c9a" in llama
+    assert "8 files (2 weight shards)" in llama and "pulled by your node" not in llama
+    assert "huggingface.co/servekit-examples" not in llama

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from servekit.errors import FileChangedError, UsageError
+from servekit.errors import FileChangedError, PackageError, UsageError
 from servekit.package.files import PIN_FILE
 from servekit.package.load import load_package
 from servekit.weights.hub import Hub
@@ -96,3 +97,21 @@ def test_a_pin_file_that_disagrees_with_package_yaml_is_refused(
 def test_a_package_without_a_pin_file_has_only_its_digest(package: Path) -> None:
     loaded, pin = package_pin(package)
     assert pin is None and loaded.package.model.tree_digest.startswith("sha256:")
+
+
+def test_a_local_pin_is_held_to_the_tree_and_a_named_commit_to_the_package(
+    tmp_path: Path,
+) -> None:
+    tiny = Path(shutil.copytree(ROOT / "examples" / "packages" / "tiny-sim", tmp_path / "tiny"))
+    loaded, pin = package_pin(tiny)  # made by `servekit model digest`: no repo, no commit
+    assert pin is not None and pin.repo is None and pin.commit is None
+    assert pin.tree_digest == loaded.package.model.tree_digest
+    pin_file = tiny / "model-pin.json"
+    data = json.loads(pin_file.read_text())
+    named = {"repo": loaded.package.model.repo, "commit": "1" * 40}
+    pin_file.write_text(json.dumps(data | named))
+    with pytest.raises(FileChangedError, match=r"disagrees with package\.yaml on model\.commit"):
+        package_pin(tiny)
+    pin_file.write_text("{not json")
+    with pytest.raises(PackageError, match="not valid JSON"):
+        package_pin(tiny)

@@ -7,7 +7,11 @@ Steps of one invocation:
   3. per concurrency: encode every request body before the clock matters, run the
      warmups (closed loop), then the measured requests (closed loop, or Poisson
      arrivals capped at the concurrency);
-  4. write ``OUT/run-N.jsonl``: the run header, then one record per request.
+  4. journal each request's record as it completes (``OUT/run-N.jsonl.partial``:
+     :mod:`servekit.bench.journal`), then write ``OUT/run-N.jsonl`` whole: the run
+     header, then one record per request;
+  5. keep ``OUT/manifest.json`` naming the files of this invocation
+     (:mod:`servekit.bench.manifest`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,7 +39,16 @@ from servekit.bench.client import (
     body_for,
     encode,
 )
+from servekit.bench.journal import (
+    PARTIAL,
+    Journal,
+    finish_partial,
+    journal_path,
+    measured_count,
+    usage_source,
+)
 from servekit.bench.loop import LoopKind, resolve, run
+from servekit.bench.manifest import RunManifest, Status, file_entry, read_manifest, write_manifest
 from servekit.bench.probe import EndpointInfo, probe_endpoint
 from servekit.bench.prompts import PromptFactory, count_completion
 from servekit.bench.transport import Deadlines
@@ -45,14 +58,10 @@ from servekit.package.evidence import (
     RunHeader,
     ServeConfig,
     WorkloadSpec,
-    dump_evidence,
     load_evidence,
 )
 from servekit.package.models import Api
-from servekit.progress import Tracker
-
-PARTIAL = "PARTIAL"
-"""The first word of the header note of a run that was interrupted."""
+from servekit.progress import PhasedTracker
 
 
 class RunConfig(BaseModel):
@@ -97,6 +106,11 @@ class RunConfig(BaseModel):
         return self
 
     @property
+    def measured_total(self) -> int:
+        """Measured requests of one run (every concurrency)."""
+        return len(self.concurrencies) * self.requests
+
+    @property
     def total_requests(self) -> int:
         return len(self.concurrencies) * (self.requests + self.warmup) * self.runs
 
@@ -116,34 +130,126 @@ class RunConfig(BaseModel):
         )
 
 
-def run_benchmark(config: RunConfig, tracker: Tracker) -> list[Path]:
+Notify = Callable[[str], None]
+"""Where the runner reports what it kept or recovered (the CLI prints it on stderr)."""
+
+
+def run_benchmark(
+    config: RunConfig, tracker: PhasedTracker, notify: Notify | None = None
+) -> list[Path]:
     """Run the whole grid ``config.runs`` times; returns the evidence files written.
 
-    Interrupted (Ctrl-C, or SIGTERM), the run in progress is written with the requests
-    that completed and a PARTIAL note in its header, and :class:`RunInterruptedError`
-    names every file kept.
+    Each run is journaled record by record (:mod:`servekit.bench.journal`) and
+    ``OUT/manifest.json`` names the files (:mod:`servekit.bench.manifest`). Interrupted
+    (Ctrl-C, or SIGTERM), the run in progress is written with the requests that completed
+    and a PARTIAL note in its header, and :class:`RunInterruptedError` names every file
+    kept. With ``resume``, a journal a killed process left is recovered first.
     """
-    targets = [config.run_file(n) for n in range(1, config.runs + 1)]
-    existing = [str(p) for p in targets if p.exists()]
-    if existing and not (config.force or config.resume):
-        raise BenchError(
-            f"evidence already exists: {', '.join(existing)}",
-            hint="choose another --out, or pass --force to overwrite",
-        )
+    _refuse_existing(config)
     config.out.mkdir(parents=True, exist_ok=True)  # the CLI refused a missing parent of --out
     factory = PromptFactory(config.seed, config.tokenizer)
-    written: list[Path] = []
+    state = _Invocation(config, notify or (lambda message: None))
     with _sigterm_interrupts():
         try:
-            run(_all_runs(config, factory, tracker, written), config.loop)
+            run(_all_runs(config, factory, tracker, state), config.loop)
         except KeyboardInterrupt as exc:
-            kept = ", ".join(str(p) for p in written) or "no file (no request had completed)"
+            if state.saved:
+                state.save("partial")
+            kept = ", ".join(str(p) for p in state.written) or "no file (no request had completed)"
             raise RunInterruptedError(
                 f"interrupted; kept {kept}",
                 hint="the interrupted run's header says PARTIAL; run the same command with "
                 "--resume to keep the whole runs and measure the rest",
             ) from exc
-    return written
+    state.save("complete")
+    return state.written
+
+
+def _refuse_existing(config: RunConfig) -> None:
+    targets = [config.run_file(n) for n in range(1, config.runs + 1)]
+    existing = [p for p in (*targets, *map(journal_path, targets)) if p.exists()]
+    if existing and not (config.force or config.resume):
+        raise BenchError(
+            f"evidence already exists: {', '.join(map(str, existing))}",
+            hint="choose another --out, pass --resume to keep what was measured and measure "
+            "the rest, or pass --force to overwrite",
+        )
+
+
+class _Invocation:
+    """The files this invocation keeps, and the manifest that names them."""
+
+    def __init__(self, config: RunConfig, notify: Notify) -> None:
+        self.config = config
+        self.notify = notify
+        self.written: list[Path] = []
+        self.partial: set[Path] = set()
+        earlier = read_manifest(config.out) if config.resume else None
+        self.set_aside: list[str] = list(earlier.set_aside) if earlier else []
+        self.saved = False  # no manifest before the first file (a failed probe leaves none)
+
+    def keep(self, path: Path, *, partial: bool = False) -> None:
+        self.written.append(path)
+        if partial:
+            self.partial.add(path)
+        self.save("running")
+
+    def save(self, status: Status) -> None:
+        c = self.config
+        entries = tuple(file_entry(p, partial=p in self.partial) for p in self.written)
+        manifest = RunManifest(
+            status=status,
+            endpoint=c.endpoint,
+            model=c.model,
+            api=c.api.value,
+            runs=c.runs,
+            workload=c.workload,
+            files=entries,
+            set_aside=tuple(self.set_aside),
+        )
+        write_manifest(c.out, manifest)
+        self.saved = True
+
+    def recover(self, number: int) -> None:
+        """--resume: a journal a killed process left becomes a PARTIAL run file, and a
+        PARTIAL run file is set aside (kept under another name) to be measured again."""
+        run_file = self.config.run_file(number)
+        journal = journal_path(run_file)
+        if journal.exists():
+            total = self.config.measured_total
+            records = finish_partial(
+                journal,
+                run_file,
+                lambda measured: (
+                    f"{PARTIAL}: the process ended abruptly after {measured} of "
+                    f"{total} measured requests; recovered from its journal by --resume (requests "
+                    "in flight then are not recorded)"
+                ),
+                requests_sent=None,
+            )
+            self.notify(
+                f"recovered {journal.name}: kept {len(records)} completed requests "
+                f"({measured_count(records)} measured) in {run_file.name}, marked PARTIAL"
+                if records
+                else f"recovered {journal.name}: no request had completed; nothing to keep"
+            )
+        if run_file.is_file() and not _complete(run_file):
+            aside = _free_name(run_file)
+            run_file.rename(aside)
+            self.set_aside.append(aside.name)
+            self.notify(
+                f"{run_file.name} is PARTIAL: kept as {aside.name}; measuring run {number} "
+                "again from its start"
+            )
+
+
+def _free_name(run_file: Path) -> Path:
+    stem = run_file.name.removesuffix(".jsonl")
+    for n in range(1, 10_000):
+        candidate = run_file.with_name(f"{stem}.interrupted{'' if n == 1 else f'-{n}'}.jsonl")
+        if not candidate.exists():
+            return candidate
+    raise BenchError(f"{run_file.parent}: too many interrupted copies of {run_file.name}")
 
 
 @contextlib.contextmanager
@@ -184,62 +290,82 @@ def _client(config: RunConfig) -> BenchClient:
 
 
 async def _all_runs(
-    config: RunConfig, factory: PromptFactory, tracker: Tracker, written: list[Path]
+    config: RunConfig, factory: PromptFactory, tracker: PhasedTracker, state: _Invocation
 ) -> None:
     info: EndpointInfo | None = None
     for number in range(1, config.runs + 1):
-        if config.resume and _complete(config.run_file(number)):
-            written.append(config.run_file(number))  # kept from the interrupted invocation
-            continue
+        if config.resume:
+            state.recover(number)
+            if _complete(config.run_file(number)):
+                state.keep(config.run_file(number))  # kept from an earlier invocation
+                continue
         async with _client(config) as client:
             if info is None:
+                tracker.phase(f"probing {config.endpoint}", None)
                 info = await probe_endpoint(client, config.model, factory)
-            text = await _one_run(config, number, client, factory, info, tracker, written)
-        path = config.run_file(number)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+            run = _Run(config, number, client, factory, info)
+            state.save("running")  # before the journal, so the manifest names the run going on
+            await run.measure(tracker, state)
+        state.keep(config.run_file(number))
 
 
-async def _one_run(
-    config: RunConfig,
-    number: int,
-    client: BenchClient,
-    factory: PromptFactory,
-    info: EndpointInfo,
-    tracker: Tracker,
-    written: list[Path],
-) -> str:
-    run_id = f"run-{number}"
-    client.reset_count()
-    t0, started = time.perf_counter(), dt.datetime.now(dt.UTC)
-    traces: list[Trace] = []
+class _Run:
+    """One run of the grid, journaled as it goes."""
 
-    def evidence(done: Sequence[Trace], partial: str | None = None) -> str:
+    def __init__(
+        self,
+        config: RunConfig,
+        number: int,
+        client: BenchClient,
+        factory: PromptFactory,
+        info: EndpointInfo,
+    ) -> None:
+        self.config, self.number, self.client = config, number, client
+        self.factory, self.info = factory, info
+        self.run_id = f"run-{number}"
+        self.run_file = config.run_file(number)
+
+    def header(
+        self, records: Sequence[RequestRecord], window: tuple[dt.datetime, dt.datetime]
+    ) -> RunHeader:
+        return _header(self.config, self.run_id, self.info, self.factory, records, window)
+
+    async def measure(self, tracker: PhasedTracker, state: _Invocation) -> None:
+        self.client.reset_count()
+        t0, started = time.perf_counter(), dt.datetime.now(dt.UTC)
+        journal = Journal(journal_path(self.run_file), self.header([], (started, started)))
+
+        def record(trace: Trace) -> None:
+            journal.append(to_record(trace, self.run_id, self.factory))
+            tracker.advance(1)
+
+        try:
+            for concurrency in self.config.concurrencies:
+                specs = build_specs(self.config, self.factory, self.info, self.number, concurrency)
+                where = f"run {self.number}/{self.config.runs}, c={concurrency}"
+                await _measure_group(self.config, self.client, specs, t0, tracker, record, where)
+        except BaseException as exc:
+            journal.close()  # any other failure leaves the journal for --resume to recover
+            if isinstance(exc, asyncio.CancelledError):
+                self._keep_interrupted(journal, state)
+            raise
         ended = started + dt.timedelta(seconds=time.perf_counter() - t0)
-        records = [to_record(t, run_id, factory) for t in done]
-        header = _header(config, run_id, info, factory, records, (started, ended))
-        notes = header.notes if partial is None else (*header.notes, partial)
-        header = header.model_copy(update={"requests_sent": client.sent, "notes": notes})
-        return dump_evidence(header, records)
+        header = self.header(journal.records, (started, ended))
+        journal.finish(self.run_file, header.model_copy(update={"requests_sent": self.client.sent}))
 
-    try:
-        for concurrency in config.concurrencies:
-            specs = build_specs(config, factory, info, number, concurrency)
-            traces += await _measure_group(config, client, specs, concurrency, t0, tracker)
-    except asyncio.CancelledError:
-        done = list(client.completed)
-        if done:
-            measured = sum(not t.spec.warmup for t in done)
-            note = (
-                f"{PARTIAL}: interrupted after {measured} of "
-                f"{len(config.concurrencies) * config.requests} measured requests; only "
-                "requests that completed are recorded"
-            )
-            path = config.run_file(number)
-            path.write_text(evidence(done, note), encoding="utf-8")
-            written.append(path)
-        raise
-    return evidence(traces)
+    def _keep_interrupted(self, journal: Journal, state: _Invocation) -> None:
+        total = self.config.measured_total
+        kept = finish_partial(
+            journal.path,
+            self.run_file,
+            lambda measured: (
+                f"{PARTIAL}: interrupted after {measured} of {total} measured "
+                "requests; only requests that completed are recorded"
+            ),
+            self.client.sent,
+        )
+        if kept:
+            state.keep(self.run_file, partial=True)
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -281,46 +407,50 @@ def build_specs(
     return specs
 
 
+Record = Callable[[Trace], None]
+"""Called on the event loop as each request completes (journals it, advances progress)."""
+
+
 async def _measure_group(
     config: RunConfig,
     client: BenchClient,
     specs: Sequence[RequestSpec],
-    concurrency: int,
     t0: float,
-    tracker: Tracker,
-) -> list[Trace]:
+    tracker: PhasedTracker,
+    record: Record,
+    where: str,
+) -> None:
+    """Warmups, then measured requests, of one concurrency; ``where`` names it for progress."""
     warm = [s for s in specs if s.warmup]
     measured = [s for s in specs if not s.warmup]
+    concurrency = specs[0].concurrency
     gc.collect()
     gc.freeze()  # keep the collector away from the long-lived bodies while measuring
     try:
-        traces = await closed_loop(client, warm, concurrency, t0, tracker)
+        if warm:
+            tracker.phase(f"{where}, warmup requests", len(warm))
+            await closed_loop(client, warm, concurrency, t0, record)
+        tracker.phase(f"{where}, measured requests", len(measured))
         if config.request_rate is None:
-            traces += await closed_loop(client, measured, concurrency, t0, tracker)
+            await closed_loop(client, measured, concurrency, t0, record)
         else:
             rng = random.Random(f"{config.seed}:arrivals:c{concurrency}")
-            traces += await poisson(
-                client, measured, concurrency, config.request_rate, rng, t0, tracker
-            )
+            await poisson(client, measured, concurrency, config.request_rate, rng, t0, record)
     finally:
         gc.unfreeze()
-    return traces
 
 
 async def closed_loop(
-    client: BenchClient, specs: Sequence[RequestSpec], concurrency: int, t0: float, tracker: Tracker
-) -> list[Trace]:
+    client: BenchClient, specs: Sequence[RequestSpec], concurrency: int, t0: float, record: Record
+) -> None:
     """``concurrency`` workers, each sending its next request as soon as one ends."""
     pending = iter(specs)
-    traces: list[Trace] = []
 
     async def worker() -> None:
         for spec in pending:
-            traces.append(await client.send(spec, t0))
-            tracker.advance(1)
+            record(await client.send(spec, t0))
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(specs)))))
-    return traces
 
 
 async def poisson(
@@ -330,16 +460,15 @@ async def poisson(
     rate: float,
     rng: random.Random,
     t0: float,
-    tracker: Tracker,
-) -> list[Trace]:
+    record: Record,
+) -> None:
     """Poisson arrivals at ``rate`` per second, at most ``concurrency`` in flight."""
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(spec: RequestSpec) -> Trace:
+    async def one(spec: RequestSpec) -> None:
         async with gate:
             trace = await client.send(spec, t0)
-        tracker.advance(1)
-        return trace
+        record(trace)
 
     tasks = []
     due = time.perf_counter()
@@ -347,7 +476,7 @@ async def poisson(
         due += rng.expovariate(rate)
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         tasks.append(asyncio.create_task(one(spec)))
-    return list(await asyncio.gather(*tasks))
+    await asyncio.gather(*tasks)
 
 
 # --- records ---------------------------------------------------------------------------
@@ -396,8 +525,6 @@ def _header(
     records: Sequence[RequestRecord],
     window: tuple[dt.datetime, dt.datetime],
 ) -> RunHeader:
-    sources = {r.usage_source for r in records if r.ok}
-    usage = "mixed" if len(sources) > 1 else ("client" if sources == {"client"} else "server")
     notes = [*info.notes, f"client event loop: {resolve(config.loop).value}"]
     if config.request_rate is not None:
         notes.append(
@@ -422,7 +549,7 @@ def _header(
         gpus=config.gpus,
         started_at=window[0].isoformat(),
         ended_at=window[1].isoformat(),
-        usage_source=usage,
+        usage_source=usage_source(records),
         fixed_length=info.fixed_length,
         request_rate=config.request_rate,
         tokenizer=f"{factory.unit_name}; {info.fit.source}",

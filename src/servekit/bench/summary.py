@@ -9,10 +9,11 @@ that repeated runs agree within a tolerance.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from servekit.errors import BenchError, UsageError
+from servekit.bench.manifest import select_evidence
+from servekit.errors import UsageError
 from servekit.package.evidence import Evidence, RequestRecord, load_evidence
 from servekit.package.models import Metric, Scope, Statistic
 from servekit.package.stats import (
@@ -113,6 +114,8 @@ class Agreement:
 class SummaryReport:
     groups: tuple[GroupReport, ...]
     agreements: tuple[Agreement, ...]
+    notes: tuple[str, ...] = ()
+    """What was left out of the summary and why (stale files, unfinished runs)."""
 
     def agreement(self, concurrency: int) -> Agreement | None:
         return next((a for a in self.agreements if a.concurrency == concurrency), None)
@@ -136,20 +139,6 @@ class SummaryReport:
             obj["flags"] = list(g.flags)
             out.append(obj)
         return out
-
-
-def evidence_files(path: Path) -> list[Path]:
-    """``path`` itself, or every ``*.jsonl`` in it (sorted)."""
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        files = sorted(path.glob("*.jsonl"))
-        if files:
-            return files
-    raise BenchError(
-        f"no evidence at {path}",
-        hint="pass an evidence file or the --out directory of `servekit bench run`",
-    )
 
 
 def parse_slos(text: str | None) -> dict[str, float]:
@@ -233,10 +222,17 @@ def _agreements(groups: Sequence[GroupReport], tolerance_pct: float) -> tuple[Ag
 
 
 def summarize_path(
-    path: Path, *, tolerance_pct: float = 2.0, slos: Mapping[str, float] | None = None
+    path: Path | Sequence[Path],
+    *,
+    tolerance_pct: float = 2.0,
+    slos: Mapping[str, float] | None = None,
 ) -> SummaryReport:
-    """Summarize every evidence file at ``path`` (a file or a directory)."""
-    return summarize_files(evidence_files(path), tolerance_pct=tolerance_pct, slos=slos)
+    """Summarize evidence files, or the files each directory's manifest names
+    (:func:`servekit.bench.manifest.select_evidence`); the report's notes say what was
+    left out."""
+    selection = select_evidence([path] if isinstance(path, Path) else path)
+    report = summarize_files(selection.files, tolerance_pct=tolerance_pct, slos=slos)
+    return replace(report, notes=selection.notes)
 
 
 def summarize_files(

@@ -11,7 +11,7 @@ from servekit.catalog.pages import (
     load_entry,
     package_page,
 )
-from servekit.catalog.site import export_site, render_index, render_package
+from servekit.catalog.site import Export, export_site, render_index, render_package
 
 __all__ = [
     "Badge",
@@ -19,6 +19,7 @@ __all__ = [
     "CardFigure",
     "Catalog",
     "Entry",
+    "Export",
     "Link",
     "Links",
     "Listing",

@@ -13,17 +13,21 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from servekit.errors import Error
 from servekit.fit import PackageFit, package_fit
 from servekit.fit.models import GIB
 from servekit.package.load import LoadedPackage
 from servekit.package.models import (
+    DisclosureTopic,
     Figure,
     MeasurementStatus,
     Package,
+    PackageStatus,
     Provenance,
     Scope,
 )
 from servekit.package.rules import CheckReport, FigureResult
+from servekit.weights.package import package_pin_of
 
 
 class Badge(StrEnum):
@@ -76,14 +80,24 @@ class Card(BaseModel):
     name: str
     version: str
     status: str
+    draft: bool
+    """A draft is shown for review and is never for sale."""
     summary: str
     publisher: str
     published: dt.date | None
     proof_verified: dt.date | None
     engine: str
+    engine_commit: str | None
+    """The engine's source commit exactly as the package gives it, never shortened."""
     hardware: str
     model: str
+    model_commit: str
+    """The full 40-hex commit the weights are pinned to."""
     weights: str
+    weights_files: str
+    """How many files the weights are, counted from the pin file when there is one."""
+    warnings: tuple[str, ...]
+    """Placeholder commits and other reasons the package cannot be used as it stands."""
     accuracy_claim: str
     accuracy_method: str
     figures: tuple[CardFigure, ...]
@@ -154,12 +168,67 @@ def _figure(pkg: Package, fig: Figure, result: FigureResult) -> CardFigure:
     )
 
 
-def _weights(pkg: Package) -> str:
-    gb = pkg.model.total_bytes / 1e9
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _weights_files(loaded: LoadedPackage) -> str:
+    """The file count of the pinned tree, from the pin file when the package has one."""
+    model = loaded.package.model
+    shards = _plural(model.shard_count, "weight shard")
+    if model.files is None:
+        return f"{shards} (no per-file pin, so other files of the tree are not counted)"
+    try:
+        text = loaded.path(model.files).read_text(encoding="utf-8")
+        pin = package_pin_of(model, text, model.files)
+    except (Error, OSError, UnicodeDecodeError):
+        return f"{shards} (the pin file {model.files} does not agree with package.yaml)"
+    return f"{_plural(len(pin.files), 'file')} ({shards}), as pinned in {model.files}"
+
+
+def _size(total_bytes: int) -> str:
+    if total_bytes < 100_000_000:
+        return _plural(total_bytes, "byte")
+    return f"about {total_bytes / 1e9:,.1f} GB"
+
+
+def _weights(pkg: Package, files: str) -> str:
+    where = f"{_size(pkg.model.total_bytes)} in {files}"
+    if not pkg.weights_from_hub:
+        return f"{where}; not pulled from the Hugging Face Hub: {_weights_source(pkg)}"
     return (
-        f"about {gb:,.1f} GB in {pkg.model.shard_count} files, pulled by your node from "
-        f"huggingface.co/{pkg.model.repo} at {pkg.model.commit[:12]}; the kit holds zero weight bytes"
+        f"{where}, pulled by your node from huggingface.co/{pkg.model.repo} at commit "
+        f"{pkg.model.commit}; the kit holds zero weight bytes"
     )
+
+
+def _weights_source(pkg: Package) -> str:
+    """Where the served weights come from instead of the Hub, in the package's own words."""
+    parts = [
+        f'see the disclosure "{d.title}"'
+        for d in pkg.disclosures
+        if d.topic is DisclosureTopic.WEIGHTS_SOURCE
+    ]
+    if pkg.serve.model_dir is not None:
+        parts.insert(0, f"the engine serves {pkg.serve.model_dir}, a directory you provide")
+    return "; ".join(parts) + "; the kit holds zero weight bytes"
+
+
+def _warnings(pkg: Package) -> tuple[str, ...]:
+    warnings = []
+    if pkg.status is PackageStatus.DRAFT:
+        warnings.append("Draft: shown for review only, and not for sale.")
+    if pkg.model.placeholder_commit:
+        warnings.append(
+            f"The model commit {pkg.model.commit} is a placeholder, not a real commit of "
+            f"{pkg.model.repo}: re-pin it with `servekit model pin` before deploying."
+        )
+    if pkg.engine.placeholder_commit:
+        warnings.append(
+            f"The engine source commit {pkg.engine.source_commit} is a placeholder, not a "
+            f"commit of {pkg.engine.source_repo}: the build recipe cannot be reproduced."
+        )
+    return tuple(warnings)
 
 
 def _floor_measured(pkg: Package) -> str:
@@ -187,6 +256,7 @@ def _floor_predicted(fit: PackageFit | None) -> str:
 def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
     """The card of one package version (retracted figures are left off)."""
     pkg = loaded.package
+    files = _weights_files(loaded)
     results = {r.id: r for r in report.figures}
     figures = tuple(_figure(pkg, f, results[f.id]) for f in pkg.published_figures)
     target = pkg.hardware.target
@@ -196,14 +266,19 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
         name=pkg.name,
         version=pkg.version,
         status=pkg.status.value,
+        draft=pkg.status is PackageStatus.DRAFT,
         summary=pkg.summary,
         publisher=pkg.publisher,
         published=pkg.published,
         proof_verified=pkg.proof_verified,
         engine=f"{pkg.engine.name} {pkg.engine.version} ({pkg.engine.build.value} build)",
+        engine_commit=pkg.engine.source_commit,
         hardware=f"{target.label}, {target.memory_per_gpu_gb:g} GB each, {target.interconnect}",
-        model=f"{pkg.model.repo}@{pkg.model.commit[:12]}",
-        weights=_weights(pkg),
+        model=f"{pkg.model.repo}@{pkg.model.commit}",
+        model_commit=pkg.model.commit,
+        weights=_weights(pkg, files),
+        weights_files=files,
+        warnings=_warnings(pkg),
         accuracy_claim=pkg.accuracy.claim,
         accuracy_method=pkg.accuracy.method.value.replace("_", " "),
         figures=figures,

@@ -200,7 +200,7 @@ def _rows(entry: Entry) -> dict[str, FigureRow]:
     return rows
 
 
-def _kit(pkg: Package) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _kit(pkg: Package, card: Card) -> tuple[tuple[str, ...], tuple[str, ...]]:
     contains = [
         "the serve command and environment, flag for flag, in Docker Compose, Kubernetes "
         "and a plain launch script",
@@ -210,10 +210,7 @@ def _kit(pkg: Package) -> tuple[tuple[str, ...], tuple[str, ...]]:
     ]
     if pkg.engine.build_recipe:
         contains.append(f"the engine build recipe ({pkg.engine.build_recipe})")
-    excludes = [
-        f"the model weights ({pkg.model.total_bytes / 1e9:,.1f} GB in {pkg.model.shard_count} "
-        f"files): your node pulls them from huggingface.co/{pkg.model.repo} at the pinned commit"
-    ]
+    excludes = [f"the model weights: {card.weights}"]
     if not pkg.engine.binary_ships:
         excludes.append(f"the engine binary: build it from the recipe ({pkg.engine.name})")
     return tuple(contains), tuple(excludes)
@@ -233,12 +230,12 @@ def _verify_commands(card: Card) -> tuple[str, ...]:
     return (
         f"servekit verify kit {kit} --trust publisher.pub",
         f"mkdir kit && tar -xzf {kit} -C kit",
-        f"servekit verify weights /path/to/weights --kit {kit}",
+        f"servekit verify weights /path/to/weights --kit {kit} --trust publisher.pub",
     )
 
 
 def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
-    contains, excludes = _kit(entry.package)
+    contains, excludes = _kit(entry.package, entry.card)
     history = tuple(
         VersionRow(card=e.card, current=e is entry, changes=_changes(e.package))
         for e in reversed(catalog.versions(entry.card.id))

@@ -6,17 +6,24 @@ templates from the same :class:`~servekit.catalog.pages.Catalog`; only the
 charts, the stylesheet and every raw evidence file a figure links to; it has no store pages.
 
 Export steps:
-  1. write the stylesheet;
-  2. start copying the files the figures link to, per package version, in threads: the
+  1. empty a directory an earlier export wrote (only one that carries ``MARKER``; a
+     non-empty directory without it is refused, so nothing the user keeps there is lost);
+  2. write the marker and the stylesheet;
+  3. start copying the files the figures link to, per package version, in threads: the
      kernel copies (``sendfile``) without the GIL while this thread renders;
-  3. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
-  4. per package version: the page and its chart; then wait for the copies.
+  4. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
+  5. per package version: the page and its chart; then wait for the copies.
+
+Emptying never leaves the directory: a symbolic link inside it is removed as a link, and
+its target, inside the export or not, is never read, followed or deleted.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -28,9 +35,16 @@ from servekit.catalog.cards import Card
 from servekit.catalog.chart import render_chart
 from servekit.catalog.listing import PAGE_SIZE, Listing, Query
 from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
+from servekit.errors import UsageError
 
 STYLESHEET = "catalog.css"
 COPY_THREADS = 4  # copies wait on the file system more than on the CPU: 4 overlap that
+MARKER = ".servekit-catalog-export"
+"""The file that says a directory is a catalog export, which a later export may empty."""
+MARKER_TEXT = (
+    "This directory was written by `servekit catalog export`.\n"
+    "Exporting into it again with --force deletes everything in it first.\n"
+)
 
 # The pages' Content-Security-Policy, also in a <meta> tag so the static export carries
 # it: no script source at all, styles and images from the page's own origin only.
@@ -126,21 +140,76 @@ def _export_index(catalog: Catalog, links: StaticLinks, out: Path, page_size: in
     return written
 
 
-def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> list[Path]:
-    """Write the static catalog under ``out``; returns the HTML pages written, index first."""
+@dataclass(frozen=True)
+class Export:
+    """What an export wrote (its HTML pages, index first) and what it deleted."""
+
+    out: Path
+    pages: list[Path]
+    removed: tuple[str, ...]
+    """Paths (relative to ``out``) an earlier export left that this one did not write."""
+
+
+def _is_export(out: Path) -> bool:
+    marker = out / MARKER
+    if marker.is_symlink() or not marker.is_file():
+        return False
+    try:
+        return marker.read_text(encoding="utf-8") == MARKER_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _tree(out: Path) -> set[str]:
+    """Every path under ``out``, relative; links are listed, never followed."""
+    found: set[str] = set()
+    for top, dirs, names in os.walk(out, followlinks=False):
+        rel = Path(top).relative_to(out)
+        found.update(str(rel / name) for name in [*dirs, *names])
+    return found
+
+
+def refuse_foreign(out: Path) -> None:
+    """Refuse a non-empty directory that is not an earlier export (it has no marker)."""
+    if out.is_dir() and any(out.iterdir()) and not _is_export(out):
+        raise UsageError(
+            f"{out} is not empty and holds no {MARKER}: it is not a catalog export, "
+            "so servekit will not delete what is in it, not even with --force",
+            hint=f"export into a new or empty directory, or empty {out} yourself",
+        )
+
+
+def _empty_export(out: Path) -> set[str]:
+    """Delete everything in a marked export directory; returns what was there."""
+    refuse_foreign(out)
+    before = _tree(out)
+    for child in out.iterdir():
+        if child.is_symlink() or not child.is_dir():
+            child.unlink()
+        else:
+            shutil.rmtree(child)  # removes links inside as links, never their targets
+    return before
+
+
+def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> Export:
+    """Write the static catalog into ``out`` (new, empty, or an earlier export, which is
+    replaced); returns the pages written and what of the earlier export is gone."""
     links = StaticLinks()
-    # 1. the stylesheet
-    out.mkdir(parents=True, exist_ok=True)
+    # 1. empty an earlier export; refuse any other non-empty directory
+    out.mkdir(exist_ok=True)
+    before = _empty_export(out) if any(out.iterdir()) else set()
+    # 2. the marker and the stylesheet
+    (out / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     (out / STYLESHEET).write_bytes(stylesheet())
     with ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="export-copy") as copier:
-        # 2. the linked files, copied while the pages render
+        # 3. the linked files, copied while the pages render
         copies: list[Future[None]] = [
             copier.submit(_copy_files, e, links, out) for e in catalog.entries
         ]
-        # 3. the index pages
+        # 4. the index pages
         written = _export_index(catalog, links, out, page_size)
-        # 4. the package pages and charts, then the copies (a failed copy raises here)
+        # 5. the package pages and charts, then the copies (a failed copy raises here)
         written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
         for copy in copies:
             copy.result()
-    return written
+    return Export(out=out, pages=written, removed=tuple(sorted(before - _tree(out))))

@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
-from rich.markup import escape
-from rich.table import Table
 
-from servekit.bench.importers import import_vllm
-from servekit.bench.loop import LoopKind
-from servekit.bench.runner import RunConfig, run_benchmark
-from servekit.bench.serveconf import serve_config
-from servekit.bench.summary import SummaryReport, parse_slos, summarize_files, summarize_path
-from servekit.cli.output import fail, plain, print_json, stderr, stdout
-from servekit.cli.package import STACK_BELOW
+from servekit.cli.choices import ApiName, LoopName
 from servekit.cli.replay import compare_command, replay_command
-from servekit.errors import BenchError, ErrorRateError, UsageError
-from servekit.package.evidence import dump_evidence
-from servekit.package.models import Api
-from servekit.progress import track_count
-from servekit.seams import (
-    option_names,
-    output_dir,
-    output_file,
-    parse_url,
-    validation_problems,
-    write_text,
-)
+from servekit.errors import UsageError
+
+if TYPE_CHECKING:  # the library loads after the arguments are checked (docs/performance.md)
+    from servekit.bench.runner import RunConfig
+    from servekit.bench.summary import SummaryReport
 
 app = typer.Typer(
     help="Benchmark an OpenAI-compatible endpoint into raw evidence, and summarize it.",
@@ -42,29 +27,51 @@ app.add_typer(import_app, name="import")
 
 def _token_range(text: str) -> tuple[int, int]:
     low, sep, high = text.partition(":")
+    hint = "e.g. --input-tokens 1000:1200 (or 1000 for a fixed length)"
     try:
-        return int(low), int(high if sep else low)
+        bounds = int(low), int(high if sep else low)
     except ValueError as exc:
-        raise UsageError(f"--input-tokens '{text}' is not MIN:MAX", hint="e.g. 1000:1200") from exc
+        raise UsageError(f"--input-tokens '{text}' is not MIN:MAX", hint=hint) from exc
+    if bounds[0] < 1 or bounds[0] > bounds[1]:
+        raise UsageError(
+            f"--input-tokens '{text}': MIN must be at least 1 and at most MAX", hint=hint
+        )
+    return bounds
 
 
 def _concurrencies(text: str) -> tuple[int, ...]:
+    hint = "e.g. --concurrency 1,8,64"
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        values = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError as exc:
-        raise UsageError(f"--concurrency '{text}' is not a comma-separated list") from exc
+        raise UsageError(
+            f"--concurrency '{text}' is not a comma-separated list", hint=hint
+        ) from exc
+    if not values or min(values) < 1:
+        raise UsageError(f"--concurrency '{text}': every concurrency must be at least 1", hint=hint)
+    return values
 
 
-_RUN_OPTIONS = option_names(
-    RunConfig.model_fields,
-    prompt_min="--input-tokens MIN",
-    prompt_max="--input-tokens MAX",
-    concurrencies="--concurrency",
-    timeout_s="--timeout",
-    connect_timeout_s="--connect-timeout",
-    first_byte_timeout_s="--first-byte-timeout",
-    serve="--serve-config",
-)
+def _positive(value: float | None) -> float | None:
+    if value is not None and value <= 0:
+        raise typer.BadParameter(f"must be greater than 0 (got {value:g})")
+    return value
+
+
+def _run_options() -> dict[str, str]:
+    from servekit.bench.runner import RunConfig
+    from servekit.seams import option_names
+
+    return option_names(
+        RunConfig.model_fields,
+        prompt_min="--input-tokens MIN",
+        prompt_max="--input-tokens MAX",
+        concurrencies="--concurrency",
+        timeout_s="--timeout",
+        connect_timeout_s="--connect-timeout",
+        first_byte_timeout_s="--first-byte-timeout",
+        serve="--serve-config",
+    )
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -77,6 +84,8 @@ def _fmt(value: object, digits: int = 1) -> str:
 
 def _render_stacked(report: SummaryReport, title: str) -> None:
     """One block per (run, concurrency): for terminals too narrow for the table."""
+    from servekit.cli.output import plain, stdout
+
     stdout.print(f"[italic]{title}[/]")
     for g in report.groups:
         m = g.metrics()
@@ -97,9 +106,13 @@ def _render_stacked(report: SummaryReport, title: str) -> None:
 
 
 def render_summary(report: SummaryReport) -> None:
+    from rich.table import Table
+
+    from servekit.cli.output import plain, stacked, stdout
+
     simulator = any(g.simulator for g in report.groups)
     title = "benchmark summary" + (" — SIMULATOR results, not a real engine" if simulator else "")
-    if stdout.width < STACK_BELOW:
+    if stacked():
         _render_stacked(report, title)
         _render_agreements(report, short=True)
         return
@@ -115,13 +128,15 @@ def render_summary(report: SummaryReport) -> None:
         row += [_fmt(m["output_throughput"]), _fmt(m["output_throughput_per_gpu"])]
         keys = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "median_itl_ms")
         row += [_fmt(m[k], 2) for k in (*keys, "median_e2el_ms", "p99_e2el_ms")]
-        row.append(escape(", ".join(g.flags)))
+        row.append(plain(", ".join(g.flags)))
         table.add_row(*row)
     stdout.print(table)
     _render_agreements(report)
 
 
 def _render_agreements(report: SummaryReport, *, short: bool = False) -> None:
+    from servekit.cli.output import stdout
+
     stdout.print("times in ms; percentiles: numpy linear (as vLLM bench serve)")
     for a in report.agreements:
         worst = max(a.max_difference_pct.items(), key=lambda kv: kv[1], default=("-", 0.0))
@@ -137,41 +152,52 @@ def _render_agreements(report: SummaryReport, *, short: bool = False) -> None:
 def run_command(
     endpoint: str = typer.Option(..., metavar="URL", help="Base URL, e.g. http://127.0.0.1:8000"),
     model: str = typer.Option(..., metavar="NAME", help="Model name the server serves."),
-    api: Api = typer.Option(Api.COMPLETIONS, help="completions or chat."),
+    api: ApiName = typer.Option("completions", help="completions or chat."),
     input_tokens: str = typer.Option(
         ..., metavar="MIN:MAX", help="Prompt length range MIN:MAX (server tokens)."
     ),
-    output_tokens: int = typer.Option(..., metavar="N", help="Output tokens per request."),
+    output_tokens: int = typer.Option(..., min=1, metavar="N", help="Output tokens per request."),
     concurrency: str = typer.Option(
         "1", metavar="C1,C2,...", help="Comma-separated concurrencies, e.g. 1,8,64."
     ),
     requests: int = typer.Option(
-        ..., metavar="N", help="Measured requests per concurrency per run."
+        ..., min=1, metavar="N", help="Measured requests per concurrency per run."
     ),
-    warmup: int = typer.Option(0, help="Warmup requests per concurrency (own prompts, excluded)."),
+    warmup: int = typer.Option(
+        0, min=0, help="Warmup requests per concurrency (own prompts, excluded)."
+    ),
     seed: int = typer.Option(0, help="Seed of prompts, lengths and arrivals."),
-    runs: int = typer.Option(1, help="Repeat the grid; one evidence file per run."),
-    gpus: int = typer.Option(1, help="GPUs behind the endpoint (for per-GPU throughput)."),
+    runs: int = typer.Option(1, min=1, help="Repeat the grid; one evidence file per run."),
+    gpus: int = typer.Option(1, min=1, help="GPUs behind the endpoint (for per-GPU throughput)."),
     request_rate: float | None = typer.Option(
-        None, help="Poisson arrivals per second (default: closed loop)."
+        None,
+        metavar="RPS",
+        callback=_positive,
+        help="Poisson arrivals per second (default: closed loop).",
     ),
     out: Path = typer.Option(
         ..., metavar="DIR", help="Directory for run-1.jsonl, run-2.jsonl, ..."
     ),
     timeout: float = typer.Option(
         600.0,
+        callback=_positive,
         metavar="SECONDS",
         help="Total deadline per request: connect, wait and stream (keep-alive comments do "
         "not extend it).",
     ),
     connect_timeout: float = typer.Option(
-        30.0, metavar="SECONDS", help="Deadline to open a connection."
+        30.0, callback=_positive, metavar="SECONDS", help="Deadline to open a connection."
     ),
     first_byte_timeout: float | None = typer.Option(
-        None, metavar="SECONDS", help="Deadline for the first response byte (default: --timeout)."
+        None,
+        callback=_positive,
+        metavar="SECONDS",
+        help="Deadline for the first response byte (default: --timeout).",
     ),
     max_error_rate: float = typer.Option(
         0.0,
+        min=0,
+        max=1,
         metavar="SHARE",
         help="Exit 60 when a larger share (0-1) of measured requests failed.",
     ),
@@ -182,39 +208,62 @@ def run_command(
         False, "--simulator", help="Label the results as simulator results."
     ),
     hardware: str | None = typer.Option(
-        None, help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'."
+        None,
+        metavar="HARDWARE",
+        help="Hardware behind the endpoint, as the package names it, e.g. '1x H200'.",
     ),
     serve_command: str | None = typer.Option(
-        None, help="The engine's serve command line (with leading NAME=VALUE env), recorded."
+        None,
+        metavar="COMMAND",
+        help="The engine's serve command line (with leading NAME=VALUE env), recorded.",
     ),
     serve_config_file: Path | None = typer.Option(
         None,
         "--serve-config",
         help="YAML/JSON {argv, env} or a package.yaml: the serve configuration, recorded.",
     ),
-    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
+    loop: LoopName = typer.Option("auto", help="Client event loop."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing run files."),
     resume: bool = typer.Option(
         False,
         "--resume",
-        help="Continue an interrupted run: keep its whole run files, measure the rest.",
+        help="Continue an interrupted or killed run: keep its whole run files, recover "
+        "its journal, measure the rest.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Measure each concurrency (warmups, then measured requests) and write the raw
     per-request evidence that `servekit package check` recomputes figures from."""
+    from servekit.seams import parse_url
+
+    # 1. the arguments, before any library loads: an error here starts fast
     parse_url(endpoint)
     low, high = _token_range(input_tokens)
-    serve = serve_config(serve_command, serve_config_file)
+    levels = _concurrencies(concurrency)
+    if max(levels) > requests:
+        raise UsageError(
+            f"--concurrency {max(levels)} is larger than --requests {requests}: at most "
+            f"{requests} requests can ever be in flight",
+            hint="raise --requests to at least the highest concurrency, or lower --concurrency",
+        )
+    # 2. the configuration, then the run
+    from pydantic import ValidationError
+
+    from servekit.bench.loop import LoopKind
+    from servekit.bench.runner import RunConfig
+    from servekit.bench.serveconf import serve_config
+    from servekit.package.models import Api
+    from servekit.seams import validation_problems
+
     try:
         config = RunConfig(
             endpoint=endpoint,
             model=model,
-            api=api,
+            api=Api(api),
             prompt_min=low,
             prompt_max=high,
             output_tokens=output_tokens,
-            concurrencies=_concurrencies(concurrency),
+            concurrencies=levels,
             requests=requests,
             warmup=warmup,
             seed=seed,
@@ -229,26 +278,43 @@ def run_command(
             tokenizer=tokenizer,
             simulator=simulator,
             hardware=hardware,
-            serve=serve,
-            loop=loop,
+            serve=serve_config(serve_command, serve_config_file),
+            loop=LoopKind(loop),
             force=force,
             resume=resume,
         )
     except ValidationError as exc:
-        raise UsageError(validation_problems(exc, _RUN_OPTIONS)) from exc
-    too_high = [c for c in config.concurrencies if c > config.requests]
-    if too_high:
-        raise UsageError(
-            f"--concurrency {too_high[0]} is larger than --requests {config.requests}: at most "
-            f"{config.requests} requests can ever be in flight",
-            hint="raise --requests to at least the highest concurrency, or lower --concurrency",
-        )
+        raise UsageError(validation_problems(exc, _run_options())) from exc
+    _run(config, as_json=as_json)
+
+
+def _run(config: RunConfig, *, as_json: bool) -> None:
+    """Run the benchmark, then summarize exactly the files its manifest names."""
+    from servekit.bench.runner import run_benchmark
+    from servekit.bench.summary import summarize_path
+    from servekit.cli.output import fail, plain, stderr
+    from servekit.errors import ErrorRateError
+    from servekit.progress import track_count
+    from servekit.seams import output_dir
+
+    def notify(message: str) -> None:
+        stderr.print(plain(message))
+
     # run files are refused one by one without --force (the directory may hold others)
-    stderr.print(f"probing {plain(endpoint)}: version, fixed-length support, prompt calibration")
-    with output_dir(out, force=True), track_count("requests", config.total_requests) as tracker:
-        files = run_benchmark(config, tracker)
-    stderr.print(f"wrote {escape(', '.join(str(f) for f in files))}")
-    report = summarize_files(files)
+    stderr.print(
+        f"probing {plain(config.endpoint)}: version, fixed-length support, prompt calibration"
+    )
+    with (
+        output_dir(config.out, force=True),
+        track_count("bench run", config.total_requests, unit="requests") as tracker,
+    ):
+        files = run_benchmark(config, tracker, notify)
+    stderr.print(
+        f"wrote {plain(', '.join(str(f) for f in files))} and {plain(str(config.out / 'manifest.json'))}"
+    )
+    report = summarize_path(config.out)
+    for note in report.notes:
+        notify(note)
     failed, total = report.failed_share()
     if total and failed / total > config.max_error_rate:
         if not as_json:
@@ -264,6 +330,8 @@ def run_command(
 
 
 def _show(report: SummaryReport, as_json: bool) -> None:
+    from servekit.cli.output import print_json
+
     if as_json:
         print_json(report.as_json())
     else:
@@ -272,16 +340,28 @@ def _show(report: SummaryReport, as_json: bool) -> None:
 
 @app.command("summary")
 def summary_command(
-    path: Path = typer.Argument(..., help="An evidence file, or a directory of them."),
+    paths: list[Path] = typer.Argument(
+        ...,
+        metavar="PATH...",
+        help="Evidence files, or bench run --out directories (the files their manifest names).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per (run, concurrency)."),
-    tolerance: float = typer.Option(2.0, help="Repeated runs must agree within this percent."),
+    tolerance: float = typer.Option(
+        2.0, metavar="PCT", help="Repeated runs must agree within this percent."
+    ),
     goodput: str | None = typer.Option(
-        None, help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
+        None, metavar="SLOS", help="SLOs for request_goodput, e.g. ttft:500,tpot:50 (ms)."
     ),
 ) -> None:
     """Recompute every metric per run and concurrency from raw evidence, with vLLM
     bench serve's key names, and check that repeated runs agree."""
-    _show(summarize_path(path, tolerance_pct=tolerance, slos=parse_slos(goodput)), as_json)
+    from servekit.bench.summary import parse_slos, summarize_path
+    from servekit.cli.output import plain, stderr
+
+    report = summarize_path(paths, tolerance_pct=tolerance, slos=parse_slos(goodput))
+    for note in report.notes:
+        stderr.print(plain(note))
+    _show(report, as_json)
 
 
 @import_app.command("vllm")
@@ -298,6 +378,12 @@ def import_vllm_command(
 ) -> None:
     """Convert a vLLM bench serve detailed result into servekit's raw evidence, and say
     which fields that format lacks."""
+    from servekit.bench.importers import import_vllm
+    from servekit.cli.output import plain, print_json, stderr
+    from servekit.errors import BenchError
+    from servekit.package.evidence import dump_evidence
+    from servekit.seams import output_file, write_text
+
     output_file(out, force=force, option="--out")
     imported = import_vllm(result, run=run, gpus=gpus, concurrency=concurrency)
     text = dump_evidence(imported.header, imported.records)
@@ -308,10 +394,10 @@ def import_vllm_command(
             {"ok": True, "out": str(out), "requests": len(imported.records), "lacks": missing}
         )
         return
-    stderr.print(f"wrote {escape(str(out))}: {len(imported.records)} requests")
+    stderr.print(f"wrote {plain(str(out))}: {len(imported.records)} requests")
     stderr.print("[yellow]the vLLM result format lacks:[/]")
     for field in missing:
-        stderr.print(f"  - {escape(field)}")
+        stderr.print(f"  - {plain(field)}")
 
 
 app.command("replay")(replay_command)

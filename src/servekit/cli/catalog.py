@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from servekit.catalog import Card, build_card, export_site, load_catalog
+from servekit.catalog.site import refuse_foreign
 from servekit.cli.output import plain, print_json, stdout
 from servekit.package import check, load_package
 from servekit.seams import output_dir
@@ -18,8 +19,12 @@ app = typer.Typer(
 
 
 def _print_card(card: Card) -> None:
-    stdout.print(f"[bold]{plain(card.name)}[/] {card.version} ({card.status})")
+    stdout.print(f"[bold]{plain(card.name)}[/] {plain(card.version)} ({card.status})")
+    for warning in card.warnings:
+        stdout.print(f"  [bold yellow]warning:[/] {plain(warning)}")
     stdout.print(f"  {plain(card.hardware)} · {plain(card.engine)}")
+    if card.engine_commit:
+        stdout.print(f"  engine source commit {plain(card.engine_commit)}")
     stdout.print(f"  model {plain(card.model)}: {plain(card.weights)}")
     for fig in card.figures:
         star = "*" if fig.headline else " "
@@ -27,7 +32,7 @@ def _print_card(card: Card) -> None:
             f" {star} {plain(fig.label)}: {fig.display} ({fig.context}) "
             f"{plain(f'[{fig.badge.value}]')} {plain(fig.badge_text)}"
         )
-    stdout.print(f"  accuracy: {plain(card.accuracy_claim)} ({card.accuracy_method})")
+    stdout.print(f"  accuracy: {plain(card.accuracy_claim)} ({plain(card.accuracy_method)})")
     for title, _ in card.disclosures:
         stdout.print(f"  not measured / disclosed: {plain(title)}")
     stdout.print(f"  {card.price} ({card.tier}); maintenance: {card.maintenance}")
@@ -53,18 +58,37 @@ def export_command(
     out: Path = typer.Option(
         ..., "--out", "-o", metavar="DIR", help="Directory for the HTML pages (new or empty)."
     ),
-    force: bool = typer.Option(False, "--force", help="Write into a non-empty --out."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier export in --out (deletes what it holds)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the pages written as JSON."),
 ) -> None:
     """Write the static catalog: index pages, one page and chart per package version, evidence.
 
-    --out must be new or empty unless --force; its parent must exist (exit 2 otherwise).
+    --out must be new or empty; its parent must exist (exit 2 otherwise). With --force,
+    --out may hold an earlier export (it carries a .servekit-catalog-export marker): every
+    file in it is deleted first, and the ones this export did not write again are listed.
+    A non-empty directory without the marker is never emptied, not even with --force.
+    Two package directories with the same id and version are refused (exit 3).
     """
     catalog = load_catalog(packages)
+    refuse_foreign(out)
     with output_dir(out, force=force):
-        written = export_site(catalog, out)
+        export = export_site(catalog, out)
     if as_json:
-        pages = [str(p) for p in written]
-        print_json({"ok": True, "out": str(out), "packages": len(catalog.entries), "pages": pages})
-    else:
-        stdout.print(f"wrote {len(written)} pages to {plain(str(out))}")
+        pages = [str(p) for p in export.pages]
+        print_json(
+            {
+                "ok": True,
+                "out": str(out),
+                "packages": len(catalog.entries),
+                "pages": pages,
+                "removed": list(export.removed),
+            }
+        )
+        return
+    stdout.print(f"wrote {len(export.pages)} pages to {plain(str(out))}")
+    if export.removed:
+        stdout.print(f"removed {len(export.removed)} paths an earlier export left:")
+        for path in export.removed:
+            stdout.print(f"  {plain(path)}")

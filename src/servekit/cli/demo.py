@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from servekit.catalog import Catalog, Entry, build_card, export_site
-from servekit.cli.output import fail, print_json, stderr, stdout
+from servekit.cli.output import fail, plain, print_json, stderr, stdout
 from servekit.cli.package import render_report
 from servekit.config import load_settings
 from servekit.errors import ClaimRuleError, ClaimViolation, UsageError
@@ -88,7 +87,7 @@ def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Do
     failed: list[ClaimViolation] = []
     kits: list[Path] = []
     for directory in dirs:
-        console.rule(escape(str(directory)))
+        console.rule(plain(str(directory)))
         loaded = load_package(directory)
         report = check(loaded)
         if not as_json:
@@ -103,10 +102,10 @@ def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Do
         result = verify_kit(kit_path, trust)
         kits.append(kit_path)
         console.print(
-            f"[green]✓[/] kit {escape(str(kit_path))}: {result.files} files, "
+            f"[green]✓[/] kit {plain(str(kit_path))}: {result.files} files, "
             f"{len(kit.archive):,} bytes, signature and manifest verified"
         )
-    pages = export_site(Catalog(entries), out / "catalog")
+    pages = export_site(Catalog(entries), out / "catalog").pages
     console.rule()
-    console.print(f"catalog: {escape(str(pages[0]))} ({len(entries)} package pages)")
+    console.print(f"catalog: {plain(str(pages[0]))} ({len(entries)} package pages)")
     return _Done(failed=failed, kits=kits, pages=pages)

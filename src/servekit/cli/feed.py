@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stderr, stdout
+from servekit.cli.output import plain, print_json, stderr, stdout
 from servekit.feed import check_kit_feed, check_weights_feed, default_state_path, sign_feed_file
 from servekit.feed.sign import parse_duration
 from servekit.receipts.keys import TrustStore
+from servekit.seams import output_file
 
 app = typer.Typer(
     help="The publisher's revocation feed: revoked versions, retracted figures, bad builds.",
@@ -23,14 +23,19 @@ def sign_command(
     source: Path = typer.Argument(..., help="feed.yaml: the publisher's retractions."),
     key: Path = typer.Option(..., "--key", help="The publisher's private key (servekit.key)."),
     out: Path = typer.Option(Path("feed.json"), "--out", "-o", help="Signed feed to write."),
-    expires_in: str = typer.Option("7d", help="How long buyers accept it: 7d, 12h, 30m."),
+    expires_in: str = typer.Option(
+        "7d", metavar="DURATION", help="How long buyers accept it: 7d, 12h, 30m."
+    ),
     state: Path | None = typer.Option(
         None, "--state", help="State file of the last serial signed (default: the cache dir)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Sign feed.yaml into feed.json with a serial one higher than the last one signed
-    and an expiry time; buyers pass it to `verify kit --feed` and `verify weights --feed`."""
+    and an expiry time; buyers pass it to `verify kit --feed` and `verify weights --feed`.
+    It replaces --out in place (each signing supersedes the last), but creates no directory.
+    """
+    output_file(out, force=True, option="--out")
     signed = sign_feed_file(
         source,
         key,
@@ -51,7 +56,7 @@ def sign_command(
         )
         return
     stdout.print(
-        f"[green]✓ signed[/] {escape(str(signed.path))}: {escape(signed.publisher)}, serial "
+        f"[green]✓ signed[/] {plain(str(signed.path))}: {plain(signed.publisher)}, serial "
         f"{signed.serial}, {signed.entries} retraction(s), expires {signed.expires.isoformat()}"
     )
     stdout.print(f"  signed by: {signed.key_id}")
@@ -83,12 +88,12 @@ def hold_against_feed(
         )
     p = result.feed.predicate
     stderr.print(
-        f"feed: {escape(p.publisher)} serial {p.serial}, expires {p.expires.isoformat()}: "
+        f"feed: {plain(p.publisher)} serial {p.serial}, expires {p.expires.isoformat()}: "
         "nothing here is revoked"
     )
     for entry in result.retracted:
-        link = f" ({escape(entry.link)})" if entry.link else ""
+        link = f" ({plain(entry.link)})" if entry.link else ""
         stderr.print(
-            f"[yellow]warning: figure '{escape(entry.figure)}' was retracted on "
-            f"{entry.date.isoformat()}: {escape(entry.reason)}{link}[/]"
+            f"[yellow]warning: figure '{plain(entry.figure)}' was retracted on "
+            f"{entry.date.isoformat()}: {plain(entry.reason)}{link}[/]"
         )

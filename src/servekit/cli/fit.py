@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, print_wrapped, stdout
 from servekit.fit import FitOptions, FitResult, KvDtype, PackageFit, Parallelism
 from servekit.fit.models import GIB
 from servekit.fit.run import run
@@ -22,21 +21,21 @@ def render_fit(result: FitResult) -> None:
     where += (" with EP" if layout.ep else "") + (f", PP {layout.pp}" if layout.pp > 1 else "")
     verdict = "[green]fits[/]" if result.fits else "[red]does not fit[/]"
     stdout.print(
-        f"{escape(result.model)} ({result.architecture}) on {escape(where)}: {verdict}, "
+        f"{plain(result.model)} ({result.architecture}) on {plain(where)}: {verdict}, "
         f"margin {result.margin_bytes / GIB:+.2f} GiB per GPU"
     )
     table = Table(title="per GPU (the busiest)", title_justify="left")
     for column in ("what", "GiB"):
         table.add_column(column)
     for c in result.by_class:
-        table.add_row(escape(c.tensor_class.value), f"{c.bytes_per_gpu / GIB:.3f}")
+        table.add_row(plain(c.tensor_class.value), f"{c.bytes_per_gpu / GIB:.3f}")
     table.add_row("weights", f"{result.weights_bytes_per_gpu / GIB:.3f}")
     table.add_row("engine reserve (estimated)", f"{result.overhead_bytes_per_gpu / GIB:.3f}")
     table.add_row("KV cache", f"{result.kv_cache_bytes_per_gpu / GIB:.3f}")
     stdout.print(table)
     stdout.print(f"KV cache per token per GPU: {result.kv.bytes_per_token_per_gpu:,} bytes")
     for reason in result.reasons:
-        stdout.print(f"- {escape(reason)}")
+        print_wrapped(f"- {reason}")
 
 
 def _options(
@@ -79,7 +78,12 @@ def fit(
         None, "--max-model-len", min=1, help="Longest request; default: the model's own."
     ),
     util: float = typer.Option(
-        0.92, "--gpu-memory-utilization", min=0.01, max=1.0, help="vLLM's memory fraction."
+        0.92,
+        "--gpu-memory-utilization",
+        min=0.01,
+        max=1.0,
+        metavar="FRACTION",
+        help="vLLM's memory fraction.",
     ),
     kv_dtype: KvDtype = typer.Option(KvDtype.AUTO, "--kv-cache-dtype", help="auto or fp8."),
     language_only: bool = typer.Option(
@@ -105,4 +109,4 @@ def fit(
     if isinstance(outcome, PackageFit) and outcome.floor_gib is not None:
         stdout.print(f"measured floor: {outcome.floor_gib:.2f} GiB of weights per GPU")
         if outcome.contradiction:
-            stdout.print(f"[red]✗ {escape(outcome.contradiction)}[/]")
+            stdout.print(f"[red]✗ {plain(outcome.contradiction)}[/]")

@@ -6,9 +6,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.receipts.keys import describe_key, generate, write_key_pair
 from servekit.seams import output_dir
 
@@ -39,8 +38,8 @@ def generate_command(
     if as_json:
         print_json(result)
         return
-    stdout.print(f"private key: {escape(str(paths.private))} (mode 0600; never share it)")
-    stdout.print(f"public key:  {escape(str(paths.public))}")
+    stdout.print(f"private key: {plain(str(paths.private))} (mode 0600; never share it)")
+    stdout.print(f"public key:  {plain(str(paths.public))}")
     stdout.print(f"key id:      {key.public.key_id}")
 
 
@@ -58,7 +57,7 @@ def show_command(
     if as_json:
         print_json(asdict(info))
         return
-    stdout.print(f"file:   {escape(info.path)} (mode {info.mode})")
+    stdout.print(f"file:   {plain(info.path)} (mode {info.mode})")
     stdout.print(f"kind:   Ed25519 {info.kind} key")
     stdout.print(f"key id: {info.key_id}")
     stdout.print(info.public_pem.rstrip(), markup=False)

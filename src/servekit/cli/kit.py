@@ -6,9 +6,8 @@ import datetime as dt
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
 from servekit.kit.build import build_kit, write_kit
 from servekit.receipts.keys import load_trust_store
@@ -34,6 +33,7 @@ def build_command(
         None,
         "--signed-at",
         formats=["%Y-%m-%dT%H:%M:%S%z"],
+        metavar="TIME",
         help="Signing time to record (e.g. 2026-01-31T12:00:00+0000); default now.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
@@ -52,7 +52,7 @@ def build_command(
     if as_json:
         print_json({"kit": str(out), **kit.as_dict()})
         return
-    stdout.print(f"wrote {escape(str(out))}: {len(kit.files)} files, {len(kit.archive)} bytes")
+    stdout.print(f"wrote {plain(str(out))}: {len(kit.files)} files, {len(kit.archive)} bytes")
     stdout.print(f"package:     {kit.package_id} {kit.version}")
     stdout.print(f"kit digest:  sha256:{kit.kit_digest}")
     stdout.print(f"signed by:   {kit.key_id}")
@@ -63,7 +63,7 @@ def unpack_command(
     kit: Path = typer.Argument(..., help="KIT.tar.gz (or an unpacked kit directory)."),
     directory: Path = typer.Argument(..., help="Where to write the kit: new or empty."),
     trust: Path = typer.Option(..., "--trust", help=TRUST_HELP),
-    expect: str | None = typer.Option(None, "--expect", help=EXPECT_HELP),
+    expect: str | None = typer.Option(None, "--expect", metavar="ID@VERSION", help=EXPECT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Verify a kit, then write only the verified bytes into DIR, with canonical modes.
@@ -81,5 +81,5 @@ def unpack_command(
         return
     render_identity(result)
     stdout.print(
-        f"[green]✓ verified[/] and unpacked {result.files} files into {escape(str(directory))}"
+        f"[green]✓ verified[/] and unpacked {result.files} files into {plain(str(directory))}"
     )

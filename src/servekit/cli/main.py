@@ -44,11 +44,41 @@ def load_command(name: str) -> Any:
         target.rich_markup_mode = None  # plain help: wraps, never cuts a word to "…"
         command: Any = typer.main.get_group(target)
     else:
-        single = typer.Typer(rich_markup_mode=None)
+        single = typer.Typer(rich_markup_mode=None, add_completion=False)
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
+    _name_values(command)
     return command
+
+
+_TYPE_METAVARS = {int: "N", float: "NUMBER"}
+
+
+def _metavar(param: Any) -> str | None:
+    """What a value is, for --help: the argument's own name (``PACKAGE_DIR``), ``N`` for a
+    count, ``NUMBER``, ``PATH``, or the option's name (``--url URL``) — never ``<str>``."""
+    if getattr(param, "is_flag", False) or param.metavar is not None:
+        return None
+    described = getattr(param, "type_descriptor", None)
+    if described is None or described.is_choice:  # choices already list their values
+        return None
+    if param.param_type_name == "argument":
+        return str(param.name).upper()
+    if described.is_path:
+        return "PATH"
+    if described.annotation in _TYPE_METAVARS:
+        return str(_TYPE_METAVARS[described.annotation])
+    longest: str = max(param.opts, key=len)
+    return longest.lstrip("-").replace("-", "_").upper()
+
+
+def _name_values(command: Any) -> None:
+    """Give every parameter of ``command`` (and of its subcommands) a metavar."""
+    for sub in getattr(command, "commands", {}).values():
+        _name_values(sub)
+    for param in command.params:
+        param.metavar = _metavar(param) or param.metavar
 
 
 class _Commands(dict[str, Any]):

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.seams import output_file
 from servekit.weights.models import WeightsPin
 from servekit.weights.package import pin_into_package
@@ -39,15 +38,13 @@ def render_pin(pin: WeightsPin, written: list[Path], as_json: bool) -> None:
         print_json(pin_summary(pin, written))
         return
     if pin.repo:
-        stdout.print(
-            f"pinned {escape(pin.repo)}@{escape(pin.revision or '')} → commit {pin.commit}"
-        )
+        stdout.print(f"pinned {plain(pin.repo)}@{plain(pin.revision or '')} → commit {pin.commit}")
     stdout.print(
         f"{pin.file_count} files, {pin.shard_count} weight files, {pin.total_bytes:,} bytes"
     )
     stdout.print(f"tree digest {pin.tree_digest}")
     for path in written:
-        stdout.print(f"wrote {escape(str(path))}")
+        stdout.print(f"wrote {plain(str(path))}")
 
 
 @app.command("pin")

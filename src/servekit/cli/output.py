@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -19,16 +20,29 @@ def _console(*, stderr: bool) -> Console:
     """A console as wide as the terminal, or ``PIPED_WIDTH`` when not a terminal.
 
     Rich falls back to 80 columns without a terminal and squeezes tables into them,
-    cutting every number to "3…"; a log or a file has no width to respect.
+    cutting every number to "3…"; a log or a file has no width to respect, and its
+    lines are never broken. On a terminal, long lines wrap at word boundaries rather
+    than wherever the terminal cuts them.
     """
     console = Console(stderr=stderr, highlight=False, soft_wrap=True)
-    if not console.is_terminal:
+    if console.is_terminal:
+        console.soft_wrap = False
+    else:
         console.width = max(console.width, PIPED_WIDTH)
     return console
 
 
 stdout = _console(stderr=False)
 stderr = _console(stderr=True)
+
+STACK_BELOW = 120
+"""Terminals narrower than this get one block per row instead of a wide table, so no
+cell is ever cut to "…" or squeezed to a character or two (tests/cli/test_layout.py)."""
+
+
+def stacked() -> bool:
+    """Whether stdout is too narrow for the wide tables."""
+    return stdout.width < STACK_BELOW
 
 
 _emitted = {"json": False}
@@ -82,6 +96,20 @@ def fail(exc: Error, result: dict[str, Any] | None, *, as_json: bool) -> Error:
     if as_json:
         print_json({**(result or {}), **error_json(exc)})
     return exc
+
+
+def print_wrapped(text: str, *, indent: str = "  ") -> None:
+    """Print plain ``text`` (escaped here) wrapped at word boundaries to the terminal's
+    width, later lines indented: a long sentence stays readable at 80 columns."""
+    lines = textwrap.wrap(
+        printable(text),
+        width=stdout.width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    for line in lines:
+        stdout.print(escape(line))
 
 
 def plain(text: str) -> str:

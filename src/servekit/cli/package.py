@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from servekit.cli.output import fail, plain, print_json, stdout
+from servekit.cli.output import fail, plain, print_json, stacked, stdout
 from servekit.errors import ClaimRuleError
 
 if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
@@ -24,10 +24,6 @@ app = typer.Typer(
 
 def _rate(rate: float | None) -> str:
     return "-" if rate is None else f"{rate * 100:.1f} %"
-
-
-STACK_BELOW = 120
-"""Narrower terminals get one block per figure instead of a table (no cell cut to "…")."""
 
 
 def _workload_text(f: FigureResult) -> str:
@@ -67,10 +63,11 @@ def _figure_name(f: FigureResult) -> str:
 
 
 def render_report(report: CheckReport) -> None:
-    if stdout.width < STACK_BELOW:
+    if stacked():
         _render_stacked(report)
     else:
         _render_table(report)
+    _render_verdict(report)
 
 
 def _render_stacked(report: CheckReport) -> None:
@@ -101,6 +98,11 @@ def _render_table(report: CheckReport) -> None:
         row += [plain(_workload_text(f)), plain(_runs_text(f))]
         table.add_row(*row)
     stdout.print(table)
+
+
+def _render_verdict(report: CheckReport) -> None:
+    """After the figures, in either layout: what cannot be verified, the counts, and
+    each refused claim with its fix."""
     stdout.print("load: lowest achieved concurrency over the figure's runs; errors: failed share")
     _render_cannot_verify(report)
     from servekit.package.rules import RULES

@@ -3,55 +3,57 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from servekit.bench.loop import LoopKind
-from servekit.cli.output import fail, print_json, stderr, stdout
+from servekit.cli.choices import LoopName
 from servekit.errors import RegressionError
-from servekit.progress import track_count
-from servekit.receipts.keys import load_signing_key, load_trust_store
-from servekit.replay import (
-    Comparison,
-    ReplayOptions,
-    Verdict,
-    compare,
-    prepare_replay,
-    run_replay,
-    sign_reproduction,
-    verify_reproduction,
-)
-from servekit.replay.models import FigureComparison
-from servekit.replay.reproduction import REPRODUCTION_FILE, ReproductionPredicate
-from servekit.seams import output_dir
 
-_STYLE = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
+    from servekit.replay import Comparison
+    from servekit.replay.models import FigureComparison
+    from servekit.replay.reproduction import ReproductionPredicate
+
+REPRODUCTION_FILE = "reproduction.dsse.json"
+"""``servekit.replay.reproduction.REPRODUCTION_FILE``, for the help text (start-up)."""
 
 
 def replay_command(
     kit: Path = typer.Argument(..., help="KIT.tar.gz, or an unpacked kit directory."),
     trust: Path = typer.Option(..., "--trust", help="The publisher's key or trust store."),
-    endpoint: str = typer.Option(..., help="Your endpoint's base URL, e.g. http://127.0.0.1:8000"),
+    endpoint: str = typer.Option(
+        ..., metavar="URL", help="Your endpoint's base URL, e.g. http://127.0.0.1:8000"
+    ),
     out: Path = typer.Option(..., "--out", help="Directory for replay.json and the evidence."),
     model: str | None = typer.Option(
-        None, help="Model name your server serves (default: the name the publisher measured)."
+        None,
+        metavar="NAME",
+        help="Model name your server serves (default: the name the publisher measured).",
     ),
     workload: list[str] = typer.Option(
-        [], "--workload", help="Replay only this workload (repeatable; default: all)."
+        [], "--workload", metavar="ID", help="Replay only this workload (repeatable; default: all)."
     ),
     runs: int = typer.Option(1, min=1, help="Repeat each workload's grid; one file per run."),
     gpus: int | None = typer.Option(
         None, min=1, help="GPUs behind your endpoint (default: the package's GPU count)."
     ),
-    timeout: float = typer.Option(600.0, help="Read timeout per request, seconds."),
-    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Client event loop."),
+    timeout: float = typer.Option(
+        600.0, metavar="SECONDS", help="Read timeout per request, seconds."
+    ),
+    loop: LoopName = typer.Option("auto", help="Client event loop."),
     force: bool = typer.Option(False, "--force", help="Overwrite an earlier replay in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print the replay's files as JSON."),
 ) -> None:
     """Verify a kit, then re-run every workload of its package exactly as recorded
     against your endpoint, writing raw evidence and replay.json for `bench compare`."""
+    from servekit.bench.loop import LoopKind
+    from servekit.cli.output import plain, print_json, stderr, stdout
+    from servekit.progress import track_count
+    from servekit.receipts.keys import load_trust_store
+    from servekit.replay import ReplayOptions, prepare_replay, run_replay
+    from servekit.seams import output_dir
+
     options = ReplayOptions(
         kit=kit,
         trust=load_trust_store(trust),
@@ -62,18 +64,20 @@ def replay_command(
         runs=runs,
         gpus=gpus,
         timeout_s=timeout,
-        loop=loop,
+        loop=LoopKind(loop),
         force=force,
     )
     with output_dir(out, force=True):  # an earlier replay is refused by run_replay itself
         plan = prepare_replay(options)
-        stderr.print(f"verified {escape(str(kit))}: {plan.kit.package} {plan.kit.version}")
-        with track_count("replay requests", plan.total_requests) as tracker:
+        stderr.print(
+            f"verified {plain(str(kit))}: {plain(plan.kit.package)} {plain(plan.kit.version)}"
+        )
+        with track_count("replaying", plan.total_requests, unit="requests") as tracker:
             header = run_replay(plan, tracker)
     for w in header.workloads:
-        stderr.print(f"replayed {w.id}: {', '.join(f.file for f in w.files)}")
+        stderr.print(f"replayed {plain(w.id)}: {plain(', '.join(f.file for f in w.files))}")
     for skipped in header.skipped:
-        stderr.print(f"[yellow]not replayed: {escape(skipped)}[/]")
+        stderr.print(f"[yellow]not replayed: {plain(skipped)}[/]")
     engine = header.host.engine_version or "unknown engine"
     if as_json:
         workloads = {w.id: [f.file for f in w.files] for w in header.workloads}
@@ -87,8 +91,8 @@ def replay_command(
             }
         )
         return
-    stdout.print(f"wrote {escape(str(out))}/replay.json ({escape(engine)} at {escape(endpoint)})")
-    stdout.print(f"next: servekit bench compare {escape(str(kit))} {escape(str(out))}")
+    stdout.print(f"wrote {plain(str(out))}/replay.json ({plain(engine)} at {plain(endpoint)})")
+    stdout.print(f"next: servekit bench compare {plain(str(kit))} {plain(str(out))}")
 
 
 def _number(value: float | None, decimals: int) -> str:
@@ -96,16 +100,42 @@ def _number(value: float | None, decimals: int) -> str:
 
 
 def _verdict_text(f: FigureComparison) -> str:
+    from servekit.replay import Verdict
+
     if f.verdict is Verdict.REPORTED:
         return "reported: here is your measurement"
     if f.verdict is Verdict.NOT_REPLAYED:
         return "not replayed"
-    style = _STYLE.get(f.verdict, "yellow")
+    styles = {Verdict.WITHIN: "green", Verdict.BETTER: "green", Verdict.WORSE: "red"}
+    style = styles.get(f.verdict, "yellow")
     return f"[{style}]{f.verdict.value}[/]"
 
 
+def _render_stacked(result: Comparison, title: str) -> None:
+    """One block per figure: for terminals too narrow for the table."""
+    from servekit.cli.output import plain, stdout
+
+    stdout.print(f"[italic]{plain(title)}[/]")
+    for f in result.figures:
+        diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f} %"
+        yours = "-" if f.buyer is None else f"{_number(f.buyer, f.decimals)} {plain(f.unit)}"
+        stdout.print(f"[bold]{plain(f.label)}[/]: {_verdict_text(f)}")
+        stdout.print(
+            f"  {plain(f.workload or '-')} @ c={f.concurrency}: published "
+            f"{f.published:.{f.decimals}f} {plain(f.unit)}, yours {yours}, diff {diff}"
+        )
+
+
 def render_comparison(result: Comparison) -> None:
+    from rich.table import Table
+
+    from servekit.cli.output import plain, stacked, stdout
+
     title = f"{result.kit.package} {result.kit.version}: published vs your replay"
+    if stacked():
+        _render_stacked(result, title)
+        _render_outcome(result)
+        return
     table = Table(title=title, title_justify="left")
     for column in ("figure", "workload", "conc", "published", "yours", "diff %", "verdict"):
         table.add_column(column)
@@ -113,8 +143,8 @@ def render_comparison(result: Comparison) -> None:
         diff = "-" if f.diff_pct is None else f"{f.diff_pct:+.2f}"
         published = f"{f.published:.{f.decimals}f} {f.unit}"
         table.add_row(
-            escape(f.label),
-            escape(f.workload or "-"),
+            plain(f.label),
+            plain(f.workload or "-"),
             str(f.concurrency),
             published,
             _number(f.buyer, f.decimals),
@@ -122,14 +152,20 @@ def render_comparison(result: Comparison) -> None:
             _verdict_text(f),
         )
     stdout.print(table)
+    _render_outcome(result)
+
+
+def _render_outcome(result: Comparison) -> None:
+    from servekit.cli.output import plain, stdout
+
     stdout.print(
         f"tolerance ±{result.tolerance_pct:g} % (lower latency and higher throughput are better)"
     )
     for w in result.workloads:
         if not w.replayed:
-            stdout.print(f"[yellow]workload {escape(w.id)}: not replayed[/]")
+            stdout.print(f"[yellow]workload {plain(w.id)}: not replayed[/]")
         elif w.failed:
-            stdout.print(f"[red]workload {escape(w.id)}: {w.failed} request(s) failed[/]")
+            stdout.print(f"[red]workload {plain(w.id)}: {w.failed} request(s) failed[/]")
     if result.reproduced:
         stdout.print("[green]✓ reproduced: every replayed figure is within tolerance or better[/]")
 
@@ -155,6 +191,7 @@ def compare_command(
     tolerance: float | None = typer.Option(
         None,
         min=0.0,
+        metavar="PCT",
         help="Tolerance in percent (default: the package's measurements.tolerance_pct).",
     ),
     sign: Path | None = typer.Option(
@@ -163,17 +200,25 @@ def compare_command(
     reproduction: Path | None = typer.Option(
         None, "--reproduction-out", help=f"Where --sign writes (default: DIR/{REPRODUCTION_FILE})."
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --reproduction-out."),
 ) -> None:
     """Compare every figure of the kit with your replay, recomputed by the claim rules'
     own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
+    from servekit.cli.output import fail, plain, print_json, stderr
+    from servekit.receipts.keys import load_signing_key
+    from servekit.replay import compare, sign_reproduction
+    from servekit.seams import output_file
+
+    target = reproduction or directory / REPRODUCTION_FILE
+    if sign is not None and directory.is_dir():  # a missing DIR is compare's own error
+        output_file(target, force=force, option="--reproduction-out")
     result = compare(kit, directory, tolerance_pct=tolerance)
     data = {"reproduced": result.reproduced, **result.model_dump(mode="json")}
     if not as_json:
         render_comparison(result)
     if sign is not None:
-        target = reproduction or directory / REPRODUCTION_FILE
         target.write_bytes(sign_reproduction(result, load_signing_key(sign)))
-        stderr.print(f"wrote the signed reproduction {escape(str(target))}")
+        stderr.print(f"wrote the signed reproduction {plain(str(target))}")
     if not result.reproduced:
         raise fail(_regression(result), data, as_json=as_json)
     if as_json:
@@ -181,13 +226,15 @@ def compare_command(
 
 
 def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
+    from servekit.cli.output import plain, stdout
+
     kit, host = predicate.kit, predicate.host
     stdout.print(f"[green]✓ verified[/] reproduction signed by {key_id}")
-    stdout.print(f"  kit:      {kit.package} {kit.version} by {escape(kit.publisher)}")
+    stdout.print(f"  kit:      {plain(kit.package)} {plain(kit.version)} by {plain(kit.publisher)}")
     stdout.print(f"  receipt:  sha256:{kit.receipt_sha256}")
     gpus = ", ".join(g.name for g in host.gpus) or "no GPU visible through nvidia-smi"
-    stdout.print(f"  host:     {escape(host.cpu or '-')}; {escape(gpus)}")
-    stdout.print(f"  engine:   {escape(host.engine_version or 'unknown')}")
+    stdout.print(f"  host:     {plain(host.cpu or '-')}; {plain(gpus)}")
+    stdout.print(f"  engine:   {plain(host.engine_version or 'unknown')}")
     counts: dict[str, int] = {}
     for f in predicate.figures:
         counts[f.verdict.value] = counts.get(f.verdict.value, 0) + 1
@@ -207,6 +254,10 @@ def reproduction_command(
 ) -> None:
     """Verify a signed reproduction offline: its signature, and that it binds the kit's
     receipt and the replay evidence. Exit 0 when it verifies and records a reproduction."""
+    from servekit.cli.output import print_json
+    from servekit.receipts.keys import load_trust_store
+    from servekit.replay import verify_reproduction
+
     predicate, key_id = verify_reproduction(
         file, load_trust_store(trust), kit=kit, replay_dir=replay
     )

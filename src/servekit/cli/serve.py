@@ -6,9 +6,8 @@ import socket
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import stderr, stdout
+from servekit.cli.output import plain, stderr, stdout
 from servekit.config import load_settings
 from servekit.errors import ServeError
 from servekit.web.home import Home, prepare_home
@@ -32,26 +31,28 @@ def _announce(home: Home, url: str) -> None:
     if home.key_created:
         stderr.print(
             f"[bold red]WARNING:[/] created a DEVELOPMENT publisher key in "
-            f"{escape(str(home.key_dir))}. It is for development only: never sign a kit "
+            f"{plain(str(home.key_dir))}. It is for development only: never sign a kit "
             "you sell with it."
         )
     for v in home.published:
-        stdout.print(f"published {escape(v.package_id)} {escape(v.version)} (ok)")
+        stdout.print(f"published {plain(v.package_id)} {plain(v.version)} (ok)")
+    for draft in home.drafts:
+        stdout.print(f"draft, shown for review and not for sale: {plain(str(draft))}")
     for refused in home.refused:
         stderr.print(
-            f"[bold red]not published:[/] {escape(str(refused.directory))}: {escape(refused.reason)}"
+            f"[bold red]not published:[/] {plain(str(refused.directory))}: {plain(refused.reason)}"
         )
     stdout.print(f"catalog:  [bold]{url}[/]")
     stdout.print(f"api:      {url}api/v1/openapi.json")
-    stdout.print(f"state:    {escape(str(home.root.resolve()))} (kits, published packages, keys)")
-    stdout.print(f"database: {escape(home.database)}")
-    stdout.print(f"key:      {escape(str(home.key_dir.resolve()))} (development only)")
+    stdout.print(f"state:    {plain(str(home.root.resolve()))} (kits, published packages, keys)")
+    stdout.print(f"database: {plain(home.database)}")
+    stdout.print(f"key:      {plain(str(home.key_dir.resolve()))} (development only)")
     stdout.print("stop:     press Ctrl-C")
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
+    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Address to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535, metavar="PORT", help="Port to listen on."),
     packages: Path | None = typer.Option(
         None, help="Publish every package under DIR first (default: SERVEKIT_EXAMPLES_DIR)."
     ),

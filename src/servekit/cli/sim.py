@@ -22,23 +22,37 @@ app = typer.Typer(
 
 @app.command("serve")
 def serve_command(
-    port: int = typer.Option(8000, min=0, max=65535, help="TCP port (0 picks a free one)."),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    model: str = typer.Option("servekit-sim", help="The model name it serves."),
-    ttft_ms: float = typer.Option(120.0, help="Prefill time before the first token, ms."),
-    prefill_us_per_token: float = typer.Option(0.0, help="Extra prefill per prompt token, µs."),
-    itl_ms: float = typer.Option(15.0, help="Decode interval per token, ms."),
-    batch_slowdown: float = typer.Option(
-        0.0, help="Decode interval grows by this fraction per extra running request."
+    port: int = typer.Option(
+        8000, min=0, max=65535, metavar="PORT", help="TCP port (0 picks a free one)."
     ),
-    jitter: float = typer.Option(0.0, help="Uniform jitter on each interval, as a fraction."),
+    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Address to listen on."),
+    model: str = typer.Option("servekit-sim", metavar="NAME", help="The model name it serves."),
+    ttft_ms: float = typer.Option(
+        120.0, metavar="MS", help="Prefill time before the first token, ms."
+    ),
+    prefill_us_per_token: float = typer.Option(
+        0.0, metavar="US", help="Extra prefill per prompt token, µs."
+    ),
+    itl_ms: float = typer.Option(15.0, metavar="MS", help="Decode interval per token, ms."),
+    batch_slowdown: float = typer.Option(
+        0.0,
+        metavar="FRACTION",
+        help="Decode interval grows by this fraction per extra running request.",
+    ),
+    jitter: float = typer.Option(
+        0.0, metavar="FRACTION", help="Uniform jitter on each interval, as a fraction."
+    ),
     seed: int = typer.Option(0, help="Seed of the jitter."),
     max_concurrency: int = typer.Option(
         0, help="Requests running at once; more queue (0: no limit)."
     ),
-    max_model_len: int = typer.Option(131072, help="Prompt + output tokens allowed."),
+    max_model_len: int = typer.Option(
+        131072, metavar="TOKENS", help="Prompt + output tokens allowed."
+    ),
     natural_length: int = typer.Option(
-        0, help="Without ignore_eos/min_tokens, stop after this many tokens (0: never early)."
+        0,
+        metavar="TOKENS",
+        help="Without ignore_eos/min_tokens, stop after this many tokens (0: never early).",
     ),
     no_usage: bool = typer.Option(
         False, "--no-usage", help="Ignore stream_options: never send usage."
@@ -52,8 +66,10 @@ def serve_command(
         False, "--no-role-chunk", help="Chat: no role-only first chunk."
     ),
     fault: Fault | None = typer.Option(None, help="Inject this fault into selected requests."),
-    fault_every: int = typer.Option(1, help="Fault every Nth request."),
-    fault_match: str | None = typer.Option(None, help="Fault only prompts containing this text."),
+    fault_every: int = typer.Option(1, metavar="N", help="Fault every Nth request."),
+    fault_match: str | None = typer.Option(
+        None, metavar="SUBSTRING", help="Fault only prompts containing this text."
+    ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Event loop (uvloop when installed)."),
 ) -> None:
     """Serve /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /version and

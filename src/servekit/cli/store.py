@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from servekit.cli.output import print_json, stdout
+from servekit.cli.output import plain, print_json, stdout
 from servekit.config import load_settings
 from servekit.errors import UsageError
+from servekit.seams import output_file, parse_url
 from servekit.store import operator
 from servekit.store.client import download_kit
 from servekit.store.models import Role
@@ -29,9 +29,13 @@ def _dollars(cents: int | None) -> str:
 
 
 @app.command("migrate")
-def migrate_command() -> None:
+def migrate_command(as_json: bool = JSON) -> None:
     """Apply every database migration (also done on every start) and print the revision."""
-    stdout.print(f"store at revision {operator.migrate_store(load_settings())}")
+    revision = operator.migrate_store(load_settings())
+    if as_json:
+        print_json({"ok": True, "revision": revision})
+        return
+    stdout.print(f"store at revision {revision}")
 
 
 @app.command("publish")
@@ -52,11 +56,11 @@ def publish_command(
         print_json(result.model_dump(mode="json"))
         return
     verb = "published" if result.created else "already published"
-    stdout.print(f"{verb}: {escape(v.package_id)} {escape(v.version)} ({v.tier})")
+    stdout.print(f"{verb}: {plain(v.package_id)} {plain(v.version)} ({v.tier})")
     stdout.print(
         f"price:        {_dollars(v.price_cents)}; maintenance {_dollars(v.maintenance_cents)}/year"
     )
-    stdout.print(f"licence:      {escape(v.licence_name)} sha256:{v.licence_sha256}")
+    stdout.print(f"licence:      {plain(v.licence_name)} sha256:{v.licence_sha256}")
     stdout.print(f"signed licence required: {'yes' if v.licence_required else 'no'}")
     stdout.print(f"kit:          sha256:{v.kit_sha256} ({v.kit_bytes} bytes)")
 
@@ -65,12 +69,16 @@ def publish_command(
 def retract_command(
     package_id: str = typer.Argument(..., help="Package id."),
     version: str = typer.Argument(..., help="Version to retract."),
-    reason: str = typer.Option(..., "--reason", help="Why; shown to holders."),
+    reason: str = typer.Option(..., "--reason", metavar="REASON", help="Why; shown to holders."),
+    as_json: bool = JSON,
 ) -> None:
     """Hide a version from sale; workspaces that hold it keep it, marked retracted."""
     v = operator.retract_version(load_settings(), package_id, version, reason)
+    if as_json:
+        print_json(v.model_dump(mode="json"))
+        return
     stdout.print(
-        f"retracted {escape(v.package_id)} {escape(v.version)}: {escape(v.retract_reason or '')}"
+        f"retracted {plain(v.package_id)} {plain(v.version)}: {plain(v.retract_reason or '')}"
     )
 
 
@@ -84,7 +92,7 @@ def list_command(as_json: bool = JSON) -> None:
     for v in versions:
         flag = " (retracted)" if v.retracted else ""
         stdout.print(
-            f"{escape(v.package_id)} {escape(v.version)}  {v.tier}  {_dollars(v.price_cents)}{flag}"
+            f"{plain(v.package_id)} {plain(v.version)}  {v.tier}  {_dollars(v.price_cents)}{flag}"
         )
 
 
@@ -107,12 +115,18 @@ def audit_command(as_json: bool = JSON) -> None:
 @app.command("refund")
 def refund_command(
     order_id: int = typer.Argument(..., help="Order id."),
-    reason: str = typer.Option(..., "--reason", help="Why; recorded on the entitlement."),
+    reason: str = typer.Option(
+        ..., "--reason", metavar="REASON", help="Why; recorded on the entitlement."
+    ),
+    as_json: bool = JSON,
 ) -> None:
     """Refund an order: revoke its entitlement, reverse its ledger entry, queue the provider refund."""
     order = operator.refund(load_settings(), order_id, reason)
+    if as_json:
+        print_json(order.model_dump(mode="json"))
+        return
     stdout.print(
-        f"refunded order {order.id}: {_dollars(order.amount_cents)} ({escape(order.package_id)})"
+        f"refunded order {order.id}: {_dollars(order.amount_cents)} ({plain(order.package_id)})"
     )
 
 
@@ -122,24 +136,34 @@ def add_user_command(
     password_stdin: bool = typer.Option(
         False, "--password-stdin", help="Read the password from stdin."
     ),
+    as_json: bool = JSON,
 ) -> None:
     """Create a user; the password is prompted for (or read from stdin), hashed with argon2."""
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
         password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
-    stdout.print(f"user {operator.add_user(load_settings(), email, password)}: {escape(email)}")
+    user_id = operator.add_user(load_settings(), email, password)
+    if as_json:
+        print_json({"ok": True, "user_id": user_id, "email": email})
+        return
+    stdout.print(f"user {user_id}: {plain(email)}")
 
 
 @app.command("add-workspace")
 def add_workspace_command(
     slug: str = typer.Argument(..., help="Workspace slug (lower case, digits, '-')."),
-    owner: str = typer.Option(..., "--owner", help="Email of the owning user."),
+    owner: str = typer.Option(..., "--owner", metavar="EMAIL", help="Email of the owning user."),
     name: str = typer.Option("", "--name", help="Display name (default: the slug)."),
+    as_json: bool = JSON,
 ) -> None:
     """Create a workspace owned by a user."""
-    operator.add_workspace(load_settings(), slug, name or slug, owner)
-    stdout.print(f"workspace {escape(slug)} owned by {escape(owner)}")
+    workspace_id = operator.add_workspace(load_settings(), slug, name or slug, owner)
+    if as_json:
+        data = {"workspace_id": workspace_id, "slug": slug, "name": name or slug, "owner": owner}
+        print_json({"ok": True, **data})
+        return
+    stdout.print(f"workspace {plain(slug)} owned by {plain(owner)}")
 
 
 @app.command("add-member")
@@ -147,10 +171,14 @@ def add_member_command(
     slug: str = typer.Argument(..., help="Workspace slug."),
     email: str = typer.Argument(..., help="Email of the user."),
     role: Role = typer.Option(Role.MEMBER, "--role", help="owner, buyer or member."),
+    as_json: bool = JSON,
 ) -> None:
     """Add a user to a workspace (or change their role): buyers may buy, members download."""
     operator.add_member(load_settings(), slug, email, role)
-    stdout.print(f"{escape(email)} is {role.value} of {escape(slug)}")
+    if as_json:
+        print_json({"ok": True, "workspace": slug, "email": email, "role": role.value})
+        return
+    stdout.print(f"{plain(email)} is {role.value} of {plain(slug)}")
 
 
 @app.command("add-token")
@@ -165,21 +193,30 @@ def add_token_command(
     if as_json:
         print_json(token.model_dump(mode="json"))
         return
-    stdout.print(f"token {token.id} for {escape(email)} in {escape(slug)} (shown once):")
+    stdout.print(f"token {token.id} for {plain(email)} in {plain(slug)} (shown once):")
     stdout.print(token.token)
 
 
 @app.command("erase-signer")
-def erase_signer_command(signature_id: int = typer.Argument(..., help="Signature id.")) -> None:
+def erase_signer_command(
+    signature_id: int = typer.Argument(..., help="Signature id."), as_json: bool = JSON
+) -> None:
     """Erase a licence signer's personal data (name, title, IP, user agent); the chain stays valid."""
     operator.erase_signer(load_settings(), signature_id)
+    if as_json:
+        print_json({"ok": True, "signature_id": signature_id, "erased": True})
+        return
     stdout.print(f"erased the personal data of signature {signature_id}")
 
 
 @app.command("send-outbox")
-def send_outbox_command() -> None:
+def send_outbox_command(as_json: bool = JSON) -> None:
     """Send pending provider side effects (refunds) recorded by past transactions, once each."""
-    stdout.print(f"sent {operator.send_outbox(load_settings())} outbox messages")
+    sent = operator.send_outbox(load_settings())
+    if as_json:
+        print_json({"ok": True, "sent": sent})
+        return
+    stdout.print(f"sent {sent} outbox messages")
 
 
 @app.command("renew-due")
@@ -197,16 +234,18 @@ def renew_due_command(as_json: bool = JSON) -> None:
     for r in done:
         until = f" until {r.period_end:%Y-%m-%d}" if r.period_end else ""
         stdout.print(
-            f"subscription {r.subscription_id} ({escape(r.package_id)}): {r.outcome.value}"
-            f"{until}; {escape(r.detail)}"
+            f"subscription {r.subscription_id} ({plain(r.package_id)}): {r.outcome.value}"
+            f"{until}; {plain(r.detail)}"
         )
     stdout.print(f"{len(done)} subscription(s) handled")
 
 
 @app.command("serve")
 def serve_command(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
-    port: int = typer.Option(8000, "--port", help="Port to bind (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind."),
+    port: int = typer.Option(
+        8000, "--port", min=0, max=65535, metavar="PORT", help="Port to bind (0: any free port)."
+    ),
 ) -> None:
     """Serve the store's JSON API (/api/v1, OpenAPI at /api/v1/openapi.json) with uvicorn."""
     import uvicorn
@@ -220,8 +259,11 @@ def serve_command(
 def download_command(
     ref: str = typer.Argument(..., help="ID or ID@VERSION (no version: the latest you hold)."),
     url: str = typer.Option(..., "--url", help="The store's base URL, e.g. http://127.0.0.1:8000."),
-    token: str = typer.Option(..., "--token", help="An API token of your workspace."),
-    out: Path = typer.Option(..., "--out", "-o", help="Where to write KIT.tar.gz."),
+    token: str = typer.Option(
+        ..., "--token", metavar="TOKEN", help="An API token of your workspace."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", metavar="KIT", help="Where to write KIT.tar.gz."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
     as_json: bool = JSON,
 ) -> None:
     """Download a kit your workspace holds, check its sha256, and write it; then run
@@ -229,12 +271,13 @@ def download_command(
     """
     if "/" in ref:
         raise UsageError(f"{ref!r} is not ID or ID@VERSION", hint="e.g. kimi-k3-8xb300@1.0.0")
-    got = download_kit(url, token, ref, out)
+    output_file(out, force=force, option="--out")
+    got = download_kit(parse_url(url, "--url"), token, ref, out)
     if as_json:
         print_json(got.model_dump(mode="json"))
         return
     stdout.print(
-        f"wrote {escape(got.path)}: {escape(got.package_id)} {escape(got.version)}, {got.bytes} bytes"
+        f"wrote {plain(got.path)}: {plain(got.package_id)} {plain(got.version)}, {got.bytes} bytes"
     )
     stdout.print(f"sha256:      {got.sha256}")
-    stdout.print(f"next:        servekit verify kit {escape(got.path)} --trust PUBLISHER.pub")
+    stdout.print(f"next:        servekit verify kit {plain(got.path)} --trust PUBLISHER.pub")

@@ -51,7 +51,7 @@ def render(result: KitVerification) -> None:
 def kit_command(
     kit: Path = typer.Argument(..., help="KIT.tar.gz, or an unpacked kit directory."),
     trust: Path = typer.Option(..., "--trust", help=TRUST_HELP),
-    expect: str | None = typer.Option(None, "--expect", help=EXPECT_HELP),
+    expect: str | None = typer.Option(None, "--expect", metavar="ID@VERSION", help=EXPECT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     feed: Path | None = typer.Option(
         None, "--feed", help="A signed revocation feed (feed.json) to hold the kit against."

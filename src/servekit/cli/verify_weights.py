@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from servekit.cli.feed import hold_against_feed
-from servekit.cli.output import fail, print_json, stdout
+from servekit.cli.output import fail, plain, print_json, stdout
 from servekit.cli.verify_kit import identity_line
 from servekit.errors import Error, UsageError
 from servekit.receipts.keys import TrustStore, load_trust_store
@@ -74,7 +73,7 @@ def render_weights(report: WeightsReport) -> None:
     if report.ok:
         stdout.print(
             f"[green]✓[/] {report.files} files, {report.bytes:,} bytes match "
-            f"{escape(report.source)} ({report.gigabytes_per_second:.2f} GB/s)"
+            f"{plain(report.source)} ({report.gigabytes_per_second:.2f} GB/s)"
         )
         stdout.print(f"tree digest {report.actual_tree_digest}")
 

@@ -52,6 +52,7 @@ from servekit.receipts.dsse import decode_envelope
 from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import TrustStore
 from servekit.receipts.signing import verify_envelope
+from servekit.seams import problem_text
 from servekit.verify.archive import read_kit
 from servekit.verify.contents import kit_package
 
@@ -107,7 +108,7 @@ def _statement(payload: bytes, key_id: str, file: str) -> FeedStatement:
         raw_retractions = obj["predicate"]["retractions"]
         statement = FeedStatement.model_validate(obj)
     except (ValueError, KeyError, TypeError, ValidationError) as exc:
-        raise _malformed(file, str(exc).splitlines()[0]) from exc
+        raise _malformed(file, problem_text(exc)) from exc
     if (statement.type, statement.predicate_type) != (STATEMENT_TYPE, FEED_PREDICATE_TYPE):
         raise _malformed(file, f"{statement.type} / {statement.predicate_type}")
     subject = statement.subject[0]

@@ -164,8 +164,7 @@ def sign_feed_file(
         expires=issued + expires_in,
         key=key,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)  # 4
-    out.write_bytes(data)
+    out.write_bytes(data)  # 4
     write_state(
         state_path,
         state.with_mark("signed", feed.publisher, Mark(serial=serial, sha256=sha256_hex(data))),

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.config import load_settings
 from servekit.errors import UsageError
+from servekit.seams import problem_text
 
 STATE_FILE = "feed-state.json"
 Side = Literal["seen", "signed"]
@@ -60,7 +61,7 @@ def read_state(path: Path) -> FeedState:
         return FeedState()
     except (OSError, ValidationError) as exc:
         raise UsageError(
-            f"{path}: the feed state file cannot be read: {str(exc).splitlines()[0]}",
+            f"{path}: the feed state file cannot be read: {problem_text(exc)}",
             hint="it only records serials; move it aside to start again (rollback protection "
             "restarts from the next feed seen)",
         ) from exc

@@ -39,6 +39,14 @@ FAMILIES: dict[str, str] = {
 # vLLM's --dtype auto loads a float32 checkpoint in 16 bits, so every dtype here is 2 bytes
 _DTYPE_BYTES = {"float32": 2, "float16": 2, "bfloat16": 2, "float": 2, "half": 2}
 
+# Architectures whose vLLM model asks for its rotary cache in float32 (gpt_oss.py: get_rope(...,
+# dtype=torch.float32)); every other one gets the model's dtype.
+_ROPE_FLOAT32 = frozenset({"GptOssForCausalLM"})
+# Rope types whose cache covers original_max_position_embeddings x factor positions (YaRN) or
+# max_position_embeddings x factor (linear); every other type covers max_position_embeddings.
+_ROPE_ORIGINAL_TIMES_FACTOR = frozenset({"yarn", "deepseek_yarn"})
+_ROPE_MAX_TIMES_FACTOR = frozenset({"linear"})
+
 
 def _first(cfg: dict[str, Any], *names: str) -> Any:
     for name in names:
@@ -79,6 +87,8 @@ class Architecture:
     quantization: dict[str, Any] = field(default_factory=dict)
     multimodal: bool = False
     vision_params: int = 0  # estimated from vision_config: encoder layers and projector
+    # (positions, rotary dim, bytes per value) of each distinct rotary cos/sin cache
+    rope_caches: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def is_moe(self) -> bool:
@@ -167,6 +177,48 @@ def _vision_params(cfg: dict[str, Any], text_hidden: int) -> int:
     return layers * (4 * hidden * hidden + 2 * hidden * inter) + out * text_hidden
 
 
+def _rope_variants(text: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each distinct rope configuration the layers use (per layer type in transformers 5)."""
+    params = text.get("rope_parameters") or text.get("rope_scaling") or {}
+    if not isinstance(params, dict):
+        return [{}]
+    used = set(text.get("layer_types") or params)
+    nested = [v for k, v in params.items() if isinstance(v, dict) and k in used]
+    if nested:  # {"full_attention": {...}, "sliding_attention": {...}}: the layers' types
+        return [dict(t) for t in {tuple(sorted(v.items(), key=str)) for v in nested}]
+    variants = [params]
+    if text.get("rope_local_base_freq"):  # Gemma 3's local layers (transformers 4 configs)
+        variants.append({"rope_type": "default", "rope_theta": text["rope_local_base_freq"]})
+    return variants
+
+
+def _rope_caches(
+    text: dict[str, Any], name: str, head_dim: int, dtype_bytes: int
+) -> tuple[tuple[int, int, int], ...]:
+    """The rotary caches vLLM builds (``vllm/model_executor/layers/rotary_embedding``).
+
+    One cos/sin table per distinct rope configuration, shared by every layer that uses it:
+    positions x rotary dim values, in the model's dtype.
+    """
+    max_pos = int(_first(text, "max_position_embeddings") or 4096)
+    mla_rope = int(text.get("qk_rope_head_dim") or 0)
+    out = []
+    for params in _rope_variants(text):
+        kind = str(params.get("rope_type") or params.get("type") or "default")
+        factor = float(params.get("factor") or 1.0)
+        positions = max_pos
+        if kind in _ROPE_ORIGINAL_TIMES_FACTOR:
+            positions = int(int(params.get("original_max_position_embeddings") or max_pos) * factor)
+        elif kind in _ROPE_MAX_TIMES_FACTOR:
+            positions = int(max_pos * factor)
+        partial = float(
+            params.get("partial_rotary_factor") or text.get("partial_rotary_factor") or 1.0
+        )
+        dim = mla_rope or int(head_dim * partial)
+        out.append((positions, dim, 4 if name in _ROPE_FLOAT32 else dtype_bytes))
+    return tuple(out)
+
+
 def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
     """Read the language model's architecture from a parsed ``config.json``."""
     name = _architecture_name(cfg, source)
@@ -200,6 +252,7 @@ def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
             _need(text, field_name, source=source)
     quant = cfg.get("quantization_config") or text.get("quantization_config") or {}
     dtype = str(_first(text, "torch_dtype", "dtype") or _first(cfg, "torch_dtype", "dtype") or "")
+    dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     return Architecture(
         name=name,
         family=family,
@@ -210,7 +263,7 @@ def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
         head_dim=head_dim,
         vocab=vocab,
         intermediate=intermediate,
-        dtype_bytes=_DTYPE_BYTES.get(dtype, 2),
+        dtype_bytes=dtype_bytes,
         tie_embeddings=bool(_first(text, "tie_word_embeddings") or cfg.get("tie_word_embeddings")),
         max_position=int(_first(text, "max_position_embeddings") or 4096),
         experts=experts,
@@ -231,4 +284,5 @@ def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
         quantization=dict(quant) if isinstance(quant, dict) else {},
         multimodal=text is not cfg,
         vision_params=_vision_params(cfg, hidden),
+        rope_caches=_rope_caches(text, name, head_dim, dtype_bytes),
     )

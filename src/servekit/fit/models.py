@@ -49,6 +49,7 @@ class TensorClass(StrEnum):
     VISION = "vision tower"
     NOT_LOADED = "not loaded"
     ENGINE_COPY = "engine-made copy (MLA absorbed weights)"
+    ROPE_CACHE = "engine-made rotary cos/sin cache"
 
 
 class Tensor(Model):

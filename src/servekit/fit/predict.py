@@ -23,13 +23,11 @@ from servekit.fit.gpus import lookup
 from servekit.fit.models import (
     GIB,
     Basis,
-    ClassBytes,
     FitOptions,
     FitResult,
     GpuSpec,
     KvCost,
     Tensor,
-    TensorClass,
 )
 
 # The engine's own reserve per GPU besides weights and KV cache: activation peak,
@@ -149,10 +147,9 @@ def predict(source: ModelSource, options: FitOptions) -> FitResult:
     weights_bytes, by_class = weights.per_gpu(
         tensors, arch, layout, language_only=options.language_only
     )
-    absorbed = weights.mla_absorbed(arch, layout)
-    if absorbed:
-        copy = ClassBytes(tensor_class=TensorClass.ENGINE_COPY, tensors=0, bytes_per_gpu=absorbed)
-        by_class, weights_bytes = (*by_class, copy), weights_bytes + absorbed
+    made = weights.engine_made(arch, layout)
+    by_class = (*by_class, *made)
+    weights_bytes += sum(m.bytes_per_gpu for m in made)
     max_len = options.max_model_len or arch.max_position  # 3
     cost = kv.cost(arch, options, max_len)
     overhead = overhead_bytes(options)

@@ -11,6 +11,10 @@ Each tensor is classed by its name (docs/fit.md lists the rules):
 * shared experts are split over TP; a vision tower too, unless language-only;
 * layers past ``num_hidden_layers`` (MTP / next-n heads) are not loaded.
 
+Beside the checkpoint's tensors vLLM makes some of its own while loading, inside its
+"Model loading took" figure (:func:`engine_made`): MLA's absorbed copies of ``kv_b_proj``
+and the rotary cos/sin tables.
+
 Unquantized floating tensors are counted at the model's dtype (vLLM casts them
 on load); quantized tensors and their scales keep their stored bytes.
 """
@@ -115,7 +119,7 @@ def share(cls: TensorClass, tensor: Tensor, arch: Architecture, layout: Parallel
             return _expert_share(arch, layout)
         case TensorClass.REPLICATED:
             return 1.0
-        case TensorClass.NOT_LOADED | TensorClass.ENGINE_COPY:
+        case TensorClass.NOT_LOADED | TensorClass.ENGINE_COPY | TensorClass.ROPE_CACHE:
             return 0.0
 
 
@@ -143,6 +147,28 @@ def mla_absorbed(arch: Architecture, layout: Parallelism) -> int:
     heads = math.ceil(arch.heads / layout.tp)
     per_layer = heads * (arch.qk_nope + arch.v_head_dim) * arch.kv_lora_rank * arch.dtype_bytes
     return per_layer * math.ceil(arch.layers / layout.pp)
+
+
+def rope_cache(arch: Architecture) -> int:
+    """Bytes of the rotary cos/sin tables vLLM builds while it loads the model, on every GPU.
+
+    One table per distinct rope configuration (positions x rotary dim, in the model's dtype;
+    YaRN covers the original context x factor): a buffer, never in the checkpoint, but
+    inside vLLM's "Model loading took" figure. vLLM sizes it from the config's
+    ``max_position_embeddings``, not from ``--max-model-len``.
+    """
+    return sum(positions * dim * width for positions, dim, width in arch.rope_caches)
+
+
+def engine_made(arch: Architecture, layout: Parallelism) -> tuple[ClassBytes, ...]:
+    """What vLLM allocates beside the checkpoint's tensors while loading, per GPU."""
+    made = (
+        (TensorClass.ENGINE_COPY, mla_absorbed(arch, layout)),
+        (TensorClass.ROPE_CACHE, rope_cache(arch)),
+    )
+    return tuple(
+        ClassBytes(tensor_class=cls, tensors=0, bytes_per_gpu=size) for cls, size in made if size
+    )
 
 
 def per_gpu(

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from servekit.errors import PackageError, PackageFileError, PackageSchemaError, SchemaProblem
 from servekit.package.files import PACKAGE_FILE, Role, check_distinct_runs, package_files
 from servekit.package.models import Package
-from servekit.seams import YamlErrorFactory, parse_yaml
+from servekit.seams import YamlErrorFactory, field_problems, parse_yaml
 
 
 @dataclass(frozen=True)
@@ -51,26 +51,13 @@ def _line_of(node: yaml.Node, loc: tuple[int | str, ...]) -> int | None:
     return current.start_mark.line + 1
 
 
-def _field(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def _problems(node: yaml.Node, exc: ValidationError) -> list[SchemaProblem]:
-    problems = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "unknown field (remove it, or check its spelling against the schema)"
-        elif err["type"] == "missing":
-            message = "required field is missing"
-        elif err["type"] == "string_type":
-            message += f" (YAML read {err['input']!r} as a number or boolean: quote the value)"
-        problems.append(SchemaProblem(field=_field(loc), message=message, line=_line_of(node, loc)))
-    return problems
+    return [
+        SchemaProblem(
+            field=p.field or "(top level)", message=p.sentence, line=_line_of(node, p.loc)
+        )
+        for p in field_problems(exc)
+    ]
 
 
 def _file_error(path: Path) -> YamlErrorFactory:

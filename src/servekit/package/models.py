@@ -34,6 +34,12 @@ GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 ShortCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
 
 
+def is_placeholder_commit(commit: str) -> bool:
+    """True for an all-zero commit id (git's null id, e.g. forty ``0``): a value written
+    where the real commit was not known, which ``servekit model pin`` replaces."""
+    return set(commit) == {"0"}
+
+
 def _relative_path(value: str) -> str:
     parts = value.split("/")
     if value.startswith("/") or ".." in parts or "" in parts or "." in parts:
@@ -174,6 +180,7 @@ class DisclosureTopic(StrEnum):
     OUTPUT_LENGTH = "output_length"
     WARMUP = "warmup"
     REPORTED_WORKLOAD = "reported_workload"
+    WEIGHTS_SOURCE = "weights_source"
     OTHER = "other"
 
 
@@ -267,6 +274,10 @@ class ModelPin(Model):
     license: ModelLicense
     """The base model's licence: name, text file, obligations, modifications."""
 
+    @property
+    def placeholder_commit(self) -> bool:
+        return is_placeholder_commit(self.commit)
+
 
 # --- engine, serving, hardware -------------------------------------------------------
 
@@ -301,6 +312,10 @@ class EnginePin(Model):
     )
     notes: str | None = None
     """Anything else about the build a deployer needs to know."""
+
+    @property
+    def placeholder_commit(self) -> bool:
+        return self.source_commit is not None and is_placeholder_commit(self.source_commit)
 
     @model_validator(mode="after")
     def _build_is_pinned(self) -> EnginePin:
@@ -680,7 +695,7 @@ class Accuracy(Model):
 
 class Disclosure(Model):
     topic: DisclosureTopic
-    """modality, context, safety, accuracy, engine_build, peak_memory, hardware, speedup, evidence, simulator, output_length, warmup, reported_workload or other."""
+    """modality, context, safety, accuracy, engine_build, peak_memory, hardware, speedup, evidence, simulator, output_length, warmup, reported_workload, weights_source (the served weights do not come from the Hugging Face Hub at model.commit) or other."""
     subject: str | None = Field(
         default=None, description="What it covers, e.g. 'vision' for a modality disclosure."
     )
@@ -841,3 +856,12 @@ class Package(Model):
     @property
     def uses_simulator(self) -> bool:
         return any(r.simulator for r in self.measurements.runs)
+
+    @property
+    def weights_from_hub(self) -> bool:
+        """Whether a deployer's node pulls the served weights from the Hugging Face Hub at
+        ``model.commit``: not when the engine serves converted weights (``serve.model_dir``)
+        or a ``weights_source`` disclosure says where they come from instead."""
+        return self.serve.model_dir is None and not any(
+            d.topic is DisclosureTopic.WEIGHTS_SOURCE for d in self.disclosures
+        )

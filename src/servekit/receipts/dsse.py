@@ -28,6 +28,7 @@ from servekit.receipts.canonical import (
     nesting_depth,
     strict_loads,
 )
+from servekit.seams import problem_text
 
 MAX_RECEIPT_BYTES = 1024 * 1024
 """A receipt is a few kilobytes; a megabyte leaves room for hundreds of figures."""
@@ -130,7 +131,7 @@ def _parse(data: bytes, file: str) -> Envelope:
         for s in envelope.signatures:
             b64decode(s.sig)
     except (ValueError, ValidationError, binascii.Error, UnicodeEncodeError) as exc:
-        raise _bad_envelope(file, str(exc).splitlines()[0]) from exc
+        raise _bad_envelope(file, problem_text(exc)) from exc
     return envelope
 
 

@@ -28,6 +28,7 @@ from servekit.receipts.dsse import (
 from servekit.receipts.formats import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, TrustStore
 from servekit.receipts.models import Statement
+from servekit.seams import validation_problems
 
 
 def sign_payload(payload: bytes, key: SigningKey) -> bytes:
@@ -136,7 +137,9 @@ def read_statement(verified: VerifiedPayload, *, file: str) -> Statement:
     try:
         statement = Statement.model_validate(obj)
     except ValidationError as exc:
-        raise _statement_mismatch("shape", "servekit receipt predicate v1", str(exc), file) from exc
+        raise _statement_mismatch(
+            "shape", "servekit receipt predicate v1", validation_problems(exc), file
+        ) from exc
     if statement.predicate.publisher_key_id != verified.key_id:
         raise SignatureError(
             "the receipt names another publisher key than the one that signed it",

@@ -34,6 +34,7 @@ from servekit.replay.models import (
     Verdict,
     WorkloadResult,
 )
+from servekit.seams import problem_text
 from servekit.verify.archive import read_kit
 from servekit.verify.contents import kit_package
 
@@ -48,7 +49,7 @@ def read_header(directory: Path) -> ReplayHeader:
             f"{path} not found", hint="DIR is the --out of `servekit bench replay`"
         ) from exc
     except (OSError, ValidationError, json.JSONDecodeError) as exc:
-        raise ReplayError(f"{path} is not a replay header: {str(exc).splitlines()[0]}") from exc
+        raise ReplayError(f"{path} is not a replay header: {problem_text(exc)}") from exc
 
 
 def _load(directory: Path, entry: ReplayFile) -> Evidence:

@@ -37,6 +37,7 @@ from servekit.replay.models import (
     KitRef,
     WorkloadResult,
 )
+from servekit.seams import problem_text
 from servekit.verify.archive import read_kit
 
 REPRODUCTION_FILE = "reproduction.dsse.json"
@@ -123,7 +124,7 @@ def _statement(payload: bytes, key_id: str, file: str) -> ReproductionStatement:
             "not a servekit reproduction",
             file,
             "reproduction predicate v1",
-            str(exc).splitlines()[0],
+            problem_text(exc),
         ) from exc
     types = (statement.type, statement.predicate_type)
     if types != (STATEMENT_TYPE, REPRODUCTION_PREDICATE_TYPE):

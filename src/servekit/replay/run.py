@@ -27,7 +27,7 @@ from servekit.errors import ReplayError
 from servekit.package.evidence import RunHeader, parse_evidence
 from servekit.package.files import RECEIPT_FILE, evidence_kit_path
 from servekit.package.models import Package, Workload
-from servekit.progress import Tracker
+from servekit.progress import PhasedTracker
 from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.keys import TrustStore
 from servekit.replay.host import host_facts
@@ -155,7 +155,7 @@ def _replayed(out: Path, workload: Workload, files: list[Path]) -> WorkloadRepla
     return WorkloadReplay(id=workload.id, concurrencies=workload.concurrencies, files=entries)
 
 
-def run_replay(plan: ReplayPlan, tracker: Tracker) -> ReplayHeader:
+def run_replay(plan: ReplayPlan, tracker: PhasedTracker) -> ReplayHeader:
     """Steps 4-5: run every planned workload, then write ``replay.json``."""
     options = plan.options
     target = options.out / REPLAY_FILE

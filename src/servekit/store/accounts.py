@@ -71,7 +71,9 @@ def create_user(email: str, password: str, *, session: Session) -> int:
 def user_id_by_email(email: str, *, session: Session) -> int:
     uid = session.scalar(select(User.id).where(User.email == email.strip().lower()))
     if uid is None:
-        raise StoreNotFoundError(f"no user {email}", hint="create it: servekit store user add")
+        raise StoreNotFoundError(
+            f"no user {email}", hint="create it: servekit store add-user EMAIL"
+        )
     return uid
 
 

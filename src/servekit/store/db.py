@@ -10,9 +10,11 @@ psycopg 3 when ``SERVEKIT_DATABASE_URL`` is set. Migrations run on open.
 
 from __future__ import annotations
 
+import functools
 import logging
+import select as io_select
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,9 +23,20 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    Executable,
+    Table,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+)
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from servekit.config import Settings
@@ -35,6 +48,7 @@ DB_FILE = "servekit.db"
 KITS_DIR = "kits"
 BUSY_TIMEOUT_MS = 30_000
 READ_ONLY = "servekit_read_only"  # the execution option that marks a snapshot's connection
+RECYCLE_S = 1800  # a PostgreSQL connection older than this is replaced on checkout
 
 
 def database_url(settings: Settings) -> str:
@@ -85,12 +99,23 @@ class _WriterGate:
             self._lock.release()
 
 
+def _sqlite_directory(directory: Path) -> None:
+    """Create the SQLite database's directory (SERVEKIT_HOME on a first start)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create {directory} for the SQLite database: {exc.strerror or exc}",
+            hint="set SERVEKIT_HOME (or SERVEKIT_DATABASE_URL) to a directory you can write",
+        ) from exc
+
+
 def make_engine(url: str) -> Engine:
     """An engine with the store's connection settings for ``url``."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            _sqlite_directory(Path(parsed.database).parent)
         engine = create_engine(url, pool_size=20, max_overflow=10)
         gate = _WriterGate()
         event.listen(engine, "connect", _sqlite_connect)
@@ -98,7 +123,85 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "commit", gate.end)
         event.listen(engine, "rollback", gate.end)
         return engine
-    return create_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=True)
+    engine = create_engine(url, pool_size=20, max_overflow=10, pool_recycle=RECYCLE_S)
+    event.listen(engine, "checkout", _refuse_dead)
+    return engine
+
+
+def _dead(dbapi_connection: Any) -> bool:
+    """A pooled psycopg connection is dead if psycopg knows it is closed or broken, or if
+    its socket has anything to read while it sits idle in the pool: a server that ends a
+    session (``pg_terminate_backend``, a restart, ``idle_session_timeout``) sends its
+    goodbye and closes the socket. One ``poll`` with no timeout, no round trip: this
+    replaces ``pool_pre_ping``'s ``SELECT 1``, one round trip on every checkout."""
+    if dbapi_connection.closed or dbapi_connection.broken:
+        return True
+    poller = io_select.poll()
+    poller.register(dbapi_connection.fileno(), io_select.POLLIN | io_select.POLLPRI)
+    return bool(poller.poll(0))
+
+
+def _refuse_dead(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    if _dead(dbapi_connection):
+        raise DisconnectionError("the pooled connection was closed by the server")  # retried
+
+
+def next_id(table: Table, dialect: str) -> ColumnElement[int]:
+    """The id the next row of ``table`` gets, taken before the insert so that the rows
+    that refer to it can be written in the same statement. PostgreSQL: the column's
+    sequence. SQLite: one more than the largest, which no other transaction can take
+    while this one holds the database's one write lock (``BEGIN IMMEDIATE``)."""
+    if dialect == "postgresql":
+        return func.nextval(func.pg_get_serial_sequence(table.name, "id"))
+    return select(func.coalesce(func.max(table.c.id), 0) + 1).scalar_subquery()
+
+
+Rows = Sequence[Mapping[str, Any]]
+Shape = tuple[tuple[Table, int, tuple[str, ...]], ...]
+
+
+def _param(table: Table, row: int, column: str) -> str:
+    return f"{table.name}_{row}_{column}"
+
+
+@functools.cache
+def _one_insert(shape: Shape) -> Executable:
+    """The one statement of :func:`insert_rows` on PostgreSQL, built once per shape
+    (tables, row counts, columns): a single-row INSERT per row (SQLAlchemy caches the
+    compiled form of those, not of a multi-row VALUES), all but the last as ``WITH``."""
+    inserts = [
+        insert(table).values(
+            {c: bindparam(_param(table, i, c), type_=table.c[c].type) for c in columns}
+        )
+        for table, rows, columns in shape
+        for i in range(rows)
+    ]
+    *first, last = inserts
+    return last.add_cte(*(ins.cte(f"w{n}") for n, ins in enumerate(first))) if first else last
+
+
+def insert_rows(session: Session, writes: Sequence[tuple[Table, Rows]]) -> None:
+    """Insert ``rows`` into each table, in order (a row may refer to one written before it).
+
+    PostgreSQL: one statement (:func:`_one_insert`), one round trip; foreign keys are
+    checked at the statement's end, so the order of its clauses does not matter. SQLite
+    has no INSERT inside WITH: one statement per table, in order, in process.
+    """
+    conn = session.connection()
+    if conn.dialect.name != "postgresql":
+        for table, rows in writes:
+            conn.execute(insert(table), list(rows))
+        return
+    shape = tuple((table, len(rows), tuple(rows[0])) for table, rows in writes)
+    conn.execute(
+        _one_insert(shape),
+        {
+            _param(t, i, c): v
+            for t, rows in writes
+            for i, row in enumerate(rows)
+            for c, v in row.items()
+        },
+    )
 
 
 def migrate(engine: Engine) -> str:

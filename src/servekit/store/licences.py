@@ -15,7 +15,7 @@ import hashlib
 import secrets
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, Select, SQLColumnExpression, select, text
 from sqlalchemy.orm import Session
 
 from servekit.errors import LicenceRequiredError, StoreConflictError, StoreNotFoundError
@@ -188,7 +188,14 @@ def signature_info(row: LicenceSignature, ver: PackageVersion) -> SignatureInfo:
 
 def signature_for(workspace_id: int, version_id: int, *, session: Session) -> int | None:
     """The workspace's latest signature for a version, if any."""
-    return session.scalar(
+    return session.scalar(latest_signature(workspace_id, version_id))
+
+
+def latest_signature(
+    workspace_id: int | ColumnElement[int], version_id: int | SQLColumnExpression[int]
+) -> Select[tuple[int]]:
+    """The query behind :func:`signature_for`; checkout embeds it in its one read."""
+    return (
         select(LicenceSignature.id)
         .where(
             LicenceSignature.workspace_id == workspace_id,

@@ -1,6 +1,7 @@
 """Publishing and retracting versions, the catalog, and the content-addressed kit store.
 
 Publishing, step by step:
+  0. refuse a draft (``status: draft``): a draft is never recorded, so it can never be sold;
   1. build the kit with :func:`servekit.kit.build.build_kit`, which loads the package and
      refuses one that fails its claim rules, then signs it;
   2. read the package licence text the package names, and hash it;
@@ -23,10 +24,17 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from servekit.errors import PackageFileError, StoreConflictError, StoreError, StoreNotFoundError
+from servekit.errors import (
+    NotForSaleError,
+    PackageFileError,
+    StoreConflictError,
+    StoreError,
+    StoreNotFoundError,
+)
 from servekit.kit.build import build_kit
 from servekit.package import load_package
-from servekit.package.models import Package, Tier
+from servekit.package.files import PACKAGE_FILE
+from servekit.package.models import Package, PackageStatus, Tier
 from servekit.store.models import PackageVersion, utcnow
 from servekit.store.results import PublishResult, VersionInfo
 
@@ -120,12 +128,26 @@ def _row(
     )
 
 
+def refuse_draft(package_dir: Path, package: Package) -> None:
+    """A draft is never published: only a version the publisher released can be bought."""
+    if package.status is PackageStatus.DRAFT:
+        raise NotForSaleError(
+            f"{package_dir / PACKAGE_FILE}: {package.id} {package.version} has status "
+            "draft (expected published); a draft is never published to the store, so it "
+            "cannot be bought",
+            hint="when it is ready for sale, set `status: published` and `published: DATE` "
+            "in package.yaml and publish again; `servekit catalog export` and `servekit "
+            "serve` show a draft for review, marked as not for sale",
+        )
+
+
 def publish(
     package_dir: Path, key: Path, *, kits_dir: Path, threshold_usd: float, session: Session
 ) -> PublishResult:
     """Check, build, sign, store and record a package version (steps in the module doc)."""
-    kit = build_kit(package_dir, key)  # 1
     package = load_package(package_dir).package
+    refuse_draft(package_dir, package)  # 0
+    kit = build_kit(package_dir, key)  # 1
     licence = _licence_text(package_dir, package)  # 2
     existing = session.scalar(
         select(PackageVersion).where(

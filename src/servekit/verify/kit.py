@@ -179,7 +179,7 @@ def _check_entry(entry: ManifestEntry, data: bytes | None) -> None:
 
 
 def _check_files(kit: KitContents, entries: tuple[ManifestEntry, ...]) -> None:
-    with progress.track_count("verifying kit files", len(entries)) as bar:
+    with progress.track_count("verifying kit files", len(entries), unit="files") as bar:
         for entry in entries:
             _check_entry(entry, kit.get(entry.path))
             bar.advance(1)

@@ -37,8 +37,8 @@ from servekit.verify.kit import verify_kit
 from servekit.weights.digest import tree_digest
 from servekit.weights.hashing import Hashed, hash_files
 from servekit.weights.models import FileProblem, PinnedFile, ProblemKind, WeightsPin
-from servekit.weights.package import check_pin_agrees, package_pin
-from servekit.weights.pinfile import parse_pin, read_pin
+from servekit.weights.package import package_pin, package_pin_of
+from servekit.weights.pinfile import read_pin
 from servekit.weights.problems import problems_error
 from servekit.weights.tree import LocalFile, TreeScan, scan_tree
 
@@ -111,10 +111,7 @@ def expected_from_kit(path: Path, trust: TrustStore) -> Expected:
         )
     model = parse_package(Path(PACKAGE_FILE), text).model
     pin_text = _kit_text(kit, PIN_FILE)
-    pin = None
-    if pin_text is not None:
-        pin = parse_pin(pin_text, source=f"{path}:{PIN_FILE}")
-        check_pin_agrees(model, pin, f"{path}:{PIN_FILE}")
+    pin = None if pin_text is None else package_pin_of(model, pin_text, f"{path}:{PIN_FILE}")
     expected = Expected.from_model(model, pin, f"kit {path}")
     identity = (verified.package_id, verified.version, verified.publisher)
     return dataclasses.replace(expected, package=identity)
@@ -202,7 +199,9 @@ def digest_problems(pin: WeightsPin, hashed: Mapping[str, Hashed]) -> list[FileP
 
 
 def _hash(scan: TreeScan, workers: int | None) -> tuple[dict[str, Hashed], list[FileProblem]]:
-    with progress.track_bytes("verifying", scan.total_bytes) as tracker:
+    with progress.track_bytes(
+        f"verifying: sha256 of {len(scan.files)} files", scan.total_bytes
+    ) as tracker:
         results = hash_files(scan.files, workers=workers, tracker=tracker)
     hashed = {p: r for p, r in results.items() if isinstance(r, Hashed)}
     problems = [r for r in results.values() if isinstance(r, FileProblem)]

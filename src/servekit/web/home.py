@@ -9,18 +9,22 @@ Steps:
      (:func:`servekit.store.publishing.publish`: claim rules, signed kit, price, licence),
      then keep a copy of its directory for the pages' evidence. A package the store refuses
      (its claims, or changed content under a published version) is reported and skipped.
+     A draft is never published to the store (it can never be bought): only its copy is
+     kept, so the catalog shows it for review, marked as a draft and with no way to buy it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from servekit.catalog.pages import package_dirs
 from servekit.catalog.publish import publish as keep_copy
 from servekit.catalog.publish import published_root
 from servekit.config import Settings
-from servekit.errors import Error, ServeError, UsageError
+from servekit.errors import Error, ServeError, StoreNotFoundError, UsageError
+from servekit.package.load import load_package
+from servekit.package.models import PackageStatus
 from servekit.receipts.keys import PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, generate, write_key_pair
 from servekit.store import publishing
 from servekit.store.db import Store, open_store
@@ -47,6 +51,8 @@ class Home:
     key_created: bool
     published: tuple[VersionInfo, ...]
     refused: tuple[Refused, ...]
+    drafts: tuple[Path, ...] = ()
+    """Draft package directories: shown for review, never in the store."""
 
     @property
     def catalog_dir(self) -> Path:
@@ -74,24 +80,53 @@ def _development_key(root: Path) -> tuple[Path, bool]:
     return key_dir, True
 
 
-def publish_all(
-    store: Store, dirs: list[Path], key: Path, threshold_usd: float
-) -> tuple[list[VersionInfo], list[Refused]]:
-    """Publish each directory through the store (one transaction each), then keep its copy."""
-    published: list[VersionInfo] = []
-    refused: list[Refused] = []
+@dataclass
+class Publication:
+    """What :func:`publish_all` did with each package directory."""
+
+    published: list[VersionInfo] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+    drafts: list[Path] = field(default_factory=list)
+
+
+def _keep_draft(store: Store, directory: Path) -> bool:
+    """Keep a draft's copy for review, unless the store sells that id and version (its
+    page would then say draft while the version is for sale); True when kept."""
+    package = load_package(directory).package
+    if package.status is not PackageStatus.DRAFT:
+        return False
+    try:
+        with store.transaction() as s:
+            publishing.get_version(package.id, package.version, session=s)
+    except StoreNotFoundError:
+        keep_copy([directory], store.home)
+        return True
+    raise ServeError(
+        f"{directory}: {package.id} {package.version} is a draft, but the store already "
+        "sells that version",
+        hint="a draft needs a version of its own: raise `version` in package.yaml",
+    )
+
+
+def publish_all(store: Store, dirs: list[Path], key: Path, threshold_usd: float) -> Publication:
+    """Publish each directory through the store (one transaction each), then keep its copy;
+    a draft is only kept, for review (step 4 above)."""
+    done = Publication()
     for directory in dirs:
         try:
+            if _keep_draft(store, directory):
+                done.drafts.append(directory)
+                continue
             with store.transaction() as s:
                 result = publishing.publish(
                     directory, key, kits_dir=store.kits_dir, threshold_usd=threshold_usd, session=s
                 )
         except Error as exc:
-            refused.append(Refused(directory, exc.message))
+            done.refused.append(Refused(directory, exc.message))
             continue
         keep_copy([directory], store.home)
-        published.append(result.version)
-    return published, refused
+        done.published.append(result.version)
+    return done
 
 
 def prepare_home(settings: Settings, packages: Path) -> Home:
@@ -107,7 +142,7 @@ def prepare_home(settings: Settings, packages: Path) -> Home:
     store = open_store(settings)
     key_dir, created = _development_key(root)
     try:
-        published, refused = publish_all(
+        done = publish_all(
             store, dirs, key_dir / PRIVATE_KEY_FILE, settings.enterprise_threshold_usd
         )
     finally:
@@ -117,6 +152,7 @@ def prepare_home(settings: Settings, packages: Path) -> Home:
         database=store.engine.url.render_as_string(hide_password=True),
         key_dir=key_dir,
         key_created=created,
-        published=tuple(published),
-        refused=tuple(refused),
+        published=tuple(done.published),
+        refused=tuple(done.refused),
+        drafts=tuple(done.drafts),
     )

@@ -4,9 +4,11 @@ The store (``servekit.store``) is the source of truth for what is published and 
 retracted; the package directory each version was published from is kept under
 ``HOME/published`` (``servekit.catalog.publish``) for its evidence, chart and pages. A
 version shows when the store holds it; a retracted one leaves the listing and its page
-says why. Every request asks the database for its publication state (one aggregate row,
-read from indexes in a read-only snapshot that never queues behind a writer), so each
-worker, on each host, sees a publish or a retraction on its next request.
+says why. A draft the store does not hold (``servekit serve`` keeps only its copy) shows
+for review: its card and page say draft, and no page offers to buy it. Every request asks
+the database for its publication state (one aggregate row, read from indexes in a
+read-only snapshot that never queues behind a writer), so each worker, on each host, sees
+a publish or a retraction on its next request.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class StoreCatalog:
         entries = [
             e
             for e in load_published(self.store.home).entries
-            if (e.card.id, e.card.version) in held
+            if (e.card.id, e.card.version) in held or e.card.draft
         ]
         retracted = {
             key: row.retract_reason or "retracted by the publisher"

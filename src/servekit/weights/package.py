@@ -27,7 +27,7 @@ from servekit.package.files import PACKAGE_FILE, PIN_FILE
 from servekit.package.load import LoadedPackage, load_package, parse_package
 from servekit.package.models import ModelPin
 from servekit.weights.models import WeightsPin
-from servekit.weights.pinfile import pin_json, read_pin
+from servekit.weights.pinfile import parse_pin, pin_json
 
 _LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (2, 4, 0))
 
@@ -136,7 +136,12 @@ def pin_into_package(pin: WeightsPin, directory: Path) -> Path:
 
 
 def check_pin_agrees(model: ModelPin, pin: WeightsPin, pin_file: str) -> None:
-    """Raise unless ``pin`` and the package's ``model`` section name the same tree."""
+    """Raise unless ``pin`` and the package's ``model`` section name the same tree.
+
+    Tree digest, total bytes and shard count must be equal. Repository and commit must be
+    equal when the pin names them; a pin of a local directory (``servekit model digest``)
+    names neither, and is held to the tree alone, as ``servekit verify kit`` holds it.
+    """
     recorded = {
         "repo": model.repo,
         "commit": model.commit,
@@ -145,31 +150,43 @@ def check_pin_agrees(model: ModelPin, pin: WeightsPin, pin_file: str) -> None:
         "shard_count": str(model.shard_count),
     }
     for field, value in recorded.items():
-        actual = str(getattr(pin, field))
-        if actual != value:
+        named = getattr(pin, field)
+        if named is None and field in ("repo", "commit"):
+            continue
+        if str(named) != value:
             raise FileChangedError(
                 f"{pin_file} disagrees with package.yaml on model.{field}",
                 file=pin_file,
                 expected=value,
-                actual=actual,
+                actual=str(named),
                 hint="run `servekit model pin REPO --revision REF --package DIR` again",
             )
 
 
-def package_pin(directory: Path) -> tuple[LoadedPackage, WeightsPin | None]:
-    """The package at ``directory`` and its pin file (``None`` when it names none).
+def package_pin_of(model: ModelPin, text: str, source: str) -> WeightsPin:
+    """The pin file of a package (read from its directory or from a kit), checked against
+    its ``model`` section: the one rule ``verify weights --package`` and ``--kit`` share."""
+    try:
+        pin = parse_pin(text, source=source)
+    except UsageError as exc:  # in a package, a bad pin file is a package problem
+        raise PackageError(exc.message, hint=exc.hint) from exc
+    check_pin_agrees(model, pin, source)
+    return pin
 
-    The pin must agree with ``package.yaml`` on repository, commit, tree digest,
-    total bytes and shard count.
-    """
+
+def package_pin(directory: Path) -> tuple[LoadedPackage, WeightsPin | None]:
+    """The package at ``directory`` and its pin file (``None`` when it names none),
+    checked by :func:`package_pin_of`."""
     loaded = load_package(directory)
     model = loaded.package.model
     if model.files is None:
         return loaded, None
     path = loaded.path(model.files)
     try:
-        pin = read_pin(path)
-    except UsageError as exc:  # in a package, a bad pin file is a package problem
-        raise PackageError(exc.message, hint=exc.hint) from exc
-    check_pin_agrees(model, pin, str(path))
-    return loaded, pin
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PackageError(
+            f"{path}: cannot read the pin file model.files names: {exc}",
+            hint="restore the pin file, or pin again with `servekit model pin`",
+        ) from exc
+    return loaded, package_pin_of(model, text, str(path))

@@ -71,7 +71,7 @@ def _pinned_files(hub: Hub, repo: str, commit: str, entries: list[HubFile]) -> l
     files = [_lfs_file(e) for e in entries if e.lfs_sha256 is not None]
     with (
         tempfile.TemporaryDirectory(prefix="servekit-pin-") as cache,
-        progress.track_count("small files", len(small)) as tracker,
+        progress.track_count("downloading small files", len(small), unit="files") as tracker,
     ):
         for entry in small:
             local = hub.download(repo, commit, entry.path, Path(cache))
@@ -104,7 +104,7 @@ def pin_directory(directory: Path, *, workers: int | None = None) -> WeightsPin:
         raise problems_error(scan.problems, f"{directory}: cannot digest the tree")
     if not scan.files:
         raise UsageError(f"{directory} holds no files: there is nothing to pin")
-    with progress.track_bytes("hashing", scan.total_bytes) as tracker:
+    with progress.track_bytes(f"sha256 of {len(scan.files)} files", scan.total_bytes) as tracker:
         results = hash_files(scan.files, workers=workers, tracker=tracker)
     problems = [r for r in results.values() if isinstance(r, FileProblem)]
     if problems:

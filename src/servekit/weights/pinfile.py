@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from servekit.errors import FileChangedError, UsageError
+from servekit.seams import validation_problems
 from servekit.weights.digest import tree_digest
 from servekit.weights.models import WeightsPin
 
@@ -37,12 +38,6 @@ def write_pin(pin: WeightsPin, path: Path) -> None:
         raise
 
 
-def _problems(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors()
-    )
-
-
 def parse_pin(text: str, *, source: str) -> WeightsPin:
     """Parse and check pin text; ``source`` names it in messages."""
     try:
@@ -54,7 +49,7 @@ def parse_pin(text: str, *, source: str) -> WeightsPin:
         ) from exc
     except ValidationError as exc:
         raise UsageError(
-            f"{source}: not a valid model pin: {_problems(exc)}",
+            f"{source}: not a valid model pin: {validation_problems(exc)}",
             hint="docs/digest.md describes the pin format",
         ) from exc
     recomputed = tree_digest(pin.files)
