@@ -250,6 +250,7 @@ YamlErrorFactory = Callable[[str, int | None, str], Error]
 MAX_YAML_DEPTH = 64
 """servekit's YAML files nest about 6 levels; PyYAML's composer recurses once per level."""
 
+
 def _yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
     """libyaml's scanner and parser when PyYAML has them: the same events and nodes, marks
     included, about ten times faster (publishing parses every package.yaml)."""
