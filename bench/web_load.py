@@ -4,16 +4,19 @@
     .venv/bin/python bench/web_load.py [--packages 1000] [--clients 16] [--seconds 10]
 
 Steps:
-  1. generate N package versions: copies of the three examples under new ids, named and
-     filed under four GPU labels so filters and pages have something to cut (the figures,
-     and so each chart, repeat per example: 3 distinct charts);
-  2. publish them into a fresh SERVEKIT_HOME (load, check every claim, copy);
+  1. generate N package versions: copies of the examples under new ids, named and filed
+     under four GPU labels so filters and pages have something to cut (the figures, and
+     so each chart, repeat per example: one distinct chart per example);
+  2. publish them into a fresh SERVEKIT_HOME (load, check every claim, copy: the copy
+     ``servekit serve`` keeps for the pages), then record each version in the store as
+     ``servekit serve`` does, without its kit: building and signing 1 000 kits takes most
+     of an hour on 2 cores, and no page reads a kit;
   3. export the static catalog of the same versions (timed; the figure the issue targets);
-  4. serve the live app (uvicorn, 1 worker) and the export (``python -m http.server``),
-     each in its own process on a loopback port. The live app reads the published
-     directory (``file_catalog_app``), not the store: publishing 1 000 versions through
-     the store builds and signs 1 000 kits (about 2 s each on 2 cores). What that leaves
-     out is the store's one aggregate query per request (``StoreCatalog``);
+  4. serve the live app as ``servekit serve`` does (uvicorn, 1 worker, the app factory
+     ``servekit.web.app:create_app``, pages read through the store: ``StoreCatalog``, one
+     aggregate query per request) and the export (``http.server``, threaded, keep-alive,
+     ``TCP_NODELAY``, a listen backlog that holds every client), each in its own process
+     on a loopback port;
   5. wrk (Debian package ``wrk``) holds 16 connections and fetches the catalog page
      (cycling through its pages) and package pages (cycling through versions) from each
      server; print p50, p99, req/s and the live/static ratio.
@@ -40,26 +43,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
-from fastapi import FastAPI
 
 from servekit.catalog import Catalog, Query, export_site, package_page, render_index, render_package
 from servekit.catalog.listing import PAGE_SIZE
 from servekit.catalog.pages import listing_of, package_dirs
-from servekit.catalog.publish import PublishedCatalog, load_published, publish
+from servekit.catalog.publish import load_published, publish
 from servekit.catalog.site import StaticLinks
-from servekit.config import load_settings
-from servekit.web.app import create_app
+from servekit.config import Settings
+from servekit.store import publishing
+from servekit.store.db import open_store
 from servekit.web.links import LiveLinks
+from servekit.web.server import APP_FACTORY, SERVER_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "packages"
 GPUS = ("B300", "H200", "H100", "MI355X")
-
-
-def file_catalog_app() -> FastAPI:
-    """The web app reading ``SERVEKIT_HOME/published`` (step 4), for uvicorn's ``--factory``."""
-    settings = load_settings()
-    return create_app(settings, PublishedCatalog(settings.home))
 
 
 def generate(count: int, out: Path) -> list[Path]:
@@ -77,6 +75,21 @@ def generate(count: int, out: Path) -> list[Path]:
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         dirs.append(target)
     return dirs
+
+
+def record_in_store(catalog: Catalog, home: Path) -> None:
+    """Step 2: one store row per published version, as ``servekit serve`` records it, with
+    no kit behind it (an all-zero kit digest): the pages read the rows, never the kit."""
+    settings = Settings(home=home)
+    store = open_store(settings)
+    try:
+        with store.transaction() as session:
+            for entry in catalog.entries:
+                licence = entry.loaded.path(entry.package.license.file).read_text("utf-8")
+                threshold = settings.enterprise_threshold_usd
+                session.add(publishing._row(entry.package, licence, "0" * 64, b"", threshold))
+    finally:
+        store.engine.dispose()
 
 
 def _free_port() -> int:
@@ -164,6 +177,13 @@ def serve_static(directory: str, port: int) -> None:
         httpd.serve_forever()
 
 
+def serve_live(port: int) -> None:
+    """The app as ``servekit serve`` runs it once the home is prepared (SERVEKIT_HOME)."""
+    import uvicorn
+
+    uvicorn.run(APP_FACTORY, factory=True, host="127.0.0.1", port=port, **SERVER_OPTIONS)
+
+
 def print_render_cost(catalog: Catalog) -> None:
     """What a page costs when the page cache misses: render in this process, no HTTP."""
     links, entries = LiveLinks(), catalog.entries[:: max(1, len(catalog.entries) // 50)]
@@ -186,7 +206,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=10, help="Measured seconds per row.")
     parser.add_argument("--serve-static", nargs=2, metavar=("DIR", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve-live", type=int, metavar="PORT", help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.serve_live:
+        serve_live(opts.serve_live)
+        return
     if opts.serve_static:
         serve_static(opts.serve_static[0], int(opts.serve_static[1]))
         return
@@ -205,6 +229,7 @@ def run(opts: argparse.Namespace, work: Path) -> None:
     publish(dirs, work / "home")
     print(f"publish {opts.packages} versions (load, check, copy): {time.perf_counter() - t0:.1f} s")
     catalog = load_published(work / "home")
+    record_in_store(catalog, work / "home")
     # 3. the static export (a fresh process: each distinct chart is drawn once, then cached)
     t0 = time.perf_counter()
     pages = export_site(catalog, work / "site").pages
@@ -228,30 +253,8 @@ def run(opts: argparse.Namespace, work: Path) -> None:
         ),
     }
     env = {**os.environ, "SERVEKIT_HOME": str(work / "home")}
-    live_cmd = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--factory",
-        "--app-dir",
-        str(Path(__file__).resolve().parent),
-        "web_load:file_catalog_app",
-        "--port",
-        "{port}",
-        "--log-level",
-        "warning",
-        "--no-server-header",
-    ]
-    static_cmd = [
-        sys.executable,
-        "-m",
-        "http.server",
-        "{port}",
-        "--bind",
-        "127.0.0.1",
-        "--directory",
-        str(work / "site"),
-    ]
+    live_cmd = [sys.executable, __file__, "--serve-live", "{port}"]
+    static_cmd = [sys.executable, __file__, "--serve-static", str(work / "site"), "{port}"]
     results: dict[tuple[str, str], dict[str, float]] = {}
     with server("live", live_cmd, env) as live, server("static", static_cmd) as static:
         for case, (live_paths, static_paths) in cases.items():

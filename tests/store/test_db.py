@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from servekit.config import load_settings
 from servekit.store.db import Store, database_url, open_store
 from servekit.store.diagram import mermaid
 from servekit.store.models import Base
+from servekit.store.publishing import publication_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +29,7 @@ def test_the_default_store_is_sqlite_under_home_in_wal_mode_with_foreign_keys(
         with store.engine.connect() as conn:
             assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
             assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0004"
+            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0005"
     finally:
         store.engine.dispose()
 
@@ -47,6 +49,27 @@ def test_docs_embed_the_generated_schema_diagram() -> None:
     assert mermaid() in (ROOT / "docs" / "store.md").read_text(), (
         "regenerate the diagram in docs/store.md"
     )
+
+
+def test_a_snapshot_reads_while_a_writer_holds_the_store(tmp_path: Path) -> None:
+    """Pages read in snapshots: a plain BEGIN outside the writer queue, so a transaction
+    that writes and stays open (a slow checkout) holds up no page."""
+    store = open_store(load_settings({"SERVEKIT_HOME": str(tmp_path / "var")}))
+    read: list[tuple[int, int, int]] = []
+
+    def page() -> None:
+        with store.snapshot() as s:
+            read.append(publication_state(session=s))
+
+    try:
+        with store.transaction() as writer:
+            writer.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: the writer's lock is held
+            reader = threading.Thread(target=page)
+            reader.start()
+            reader.join(timeout=5)
+            assert read == [(0, 0, 0)], "the snapshot waited for the writer"
+    finally:
+        store.engine.dispose()
 
 
 def test_a_connection_the_server_ended_is_replaced_on_checkout_without_a_ping(

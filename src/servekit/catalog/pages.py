@@ -71,12 +71,16 @@ class Catalog:
     entries: list[Entry]
     retracted: dict[tuple[str, str], str] = field(default_factory=dict)
     _by_key: dict[tuple[str, str], Entry] = field(init=False)
+    _by_id: dict[str, list[Entry]] = field(init=False)
     facets: Facets = field(init=False)
 
     def __post_init__(self) -> None:
         _refuse_duplicates(self.entries)
         self.entries.sort(key=lambda e: (e.card.id, _version_key(e.card.version)))
         self._by_key = {(e.card.id, e.card.version): e for e in self.entries}
+        self._by_id = {}
+        for e in self.entries:  # in version order: a package page lists its history
+            self._by_id.setdefault(e.card.id, []).append(e)
         self.facets = facets(self.on_sale)
 
     @property
@@ -91,7 +95,8 @@ class Catalog:
         return self._by_key.get((package_id, version))
 
     def versions(self, package_id: str) -> list[Entry]:
-        return [e for e in self.entries if e.card.id == package_id]
+        """Every version of one package, oldest first (a lookup: pages ask per package)."""
+        return list(self._by_id.get(package_id, ()))
 
 
 def _refuse_duplicates(entries: list[Entry]) -> None:

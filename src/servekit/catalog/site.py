@@ -9,8 +9,10 @@ Export steps:
   1. empty a directory an earlier export wrote (only one that carries ``MARKER``; a
      non-empty directory without it is refused, so nothing the user keeps there is lost);
   2. write the marker and the stylesheet;
-  3. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
-  4. per package version: the page, its chart, and the files its figures link to.
+  3. start copying the files the figures link to, per package version, in threads: the
+     kernel copies (``sendfile``) without the GIL while this thread renders;
+  4. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
+  5. per package version: the page and its chart; then wait for the copies.
 
 Emptying never leaves the directory: a symbolic link inside it is removed as a link, and
 its target, inside the export or not, is never read, followed or deleted.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -35,6 +38,7 @@ from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_o
 from servekit.errors import UsageError
 
 STYLESHEET = "catalog.css"
+COPY_THREADS = 4  # copies wait on the file system more than on the CPU: 4 overlap that
 MARKER = ".servekit-catalog-export"
 """The file that says a directory is a catalog export, which a later export may empty."""
 MARKER_TEXT = (
@@ -51,12 +55,17 @@ PAGE_POLICY = (
 
 @cache
 def environment() -> Environment:
-    """The one Jinja environment: autoescaping on, undefined names are errors."""
+    """The one Jinja environment: autoescaping on, undefined names are errors.
+
+    Templates are package data, compiled once per process: ``auto_reload`` off, so an
+    ``{% include %}`` inside a loop is a cache lookup, not a ``stat`` of the template file.
+    """
     env = Environment(
         loader=PackageLoader("servekit.catalog", "templates"),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
     env.globals["query_string"] = query_string
     env.globals["Query"] = Query
@@ -104,16 +113,31 @@ class StaticLinks:
         return name
 
 
+def _copy_files(entry: Entry, links: StaticLinks, out: Path) -> None:
+    card = entry.card
+    for rel in sorted(entry.public_files()):
+        target = out / links.file(card, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(entry.loaded.path(rel), target)
+
+
 def _export_entry(catalog: Catalog, entry: Entry, links: StaticLinks, out: Path) -> Path:
     card = entry.card
     page = out / links.package(card)
     page.write_text(render_package(package_page(catalog, entry), links, live=False), "utf-8")
     (out / links.chart(card)).write_bytes(render_chart(card.figures))
-    for rel in sorted(entry.public_files()):
-        target = out / links.file(card, rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(entry.loaded.path(rel), target)
     return page
+
+
+def _export_index(catalog: Catalog, links: StaticLinks, out: Path, page_size: int) -> list[Path]:
+    written: list[Path] = []
+    first = listing_of(catalog, Query(), page_size)
+    for number in range(1, first.pages + 1):
+        listing = listing_of(catalog, Query(page=number), page_size)
+        path = out / links.index(listing.query)
+        path.write_text(render_index(listing, links, live=False), "utf-8")
+        written.append(path)
+    return written
 
 
 @dataclass(frozen=True)
@@ -177,14 +201,15 @@ def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> E
     # 2. the marker and the stylesheet
     (out / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     (out / STYLESHEET).write_bytes(stylesheet())
-    # 3. the index pages
-    written: list[Path] = []
-    first = listing_of(catalog, Query(), page_size)
-    for number in range(1, first.pages + 1):
-        listing = listing_of(catalog, Query(page=number), page_size)
-        path = out / links.index(listing.query)
-        path.write_text(render_index(listing, links, live=False), "utf-8")
-        written.append(path)
-    # 4. the package pages, charts and linked files
-    written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
+    with ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="export-copy") as copier:
+        # 3. the linked files, copied while the pages render
+        copies: list[Future[None]] = [
+            copier.submit(_copy_files, e, links, out) for e in catalog.entries
+        ]
+        # 4. the index pages
+        written = _export_index(catalog, links, out, page_size)
+        # 5. the package pages and charts, then the copies (a failed copy raises here)
+        written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
+        for copy in copies:
+            copy.result()
     return Export(out=out, pages=written, removed=tuple(sorted(before - _tree(out))))

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.errors import EvidenceError
@@ -216,9 +217,19 @@ class Evidence(BaseModel):
         return (*unreported, *header, *records)
 
 
+def _loads(text: str) -> object:
+    """orjson first (several times faster on a record line); the standard library for
+    whatever orjson refuses, so NaN, Infinity and 5 000-digit numbers read as before (the
+    claim rules report them) and malformed lines get the same messages."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:
     try:
-        obj = json.loads(text)
+        obj = _loads(text)
     except json.JSONDecodeError as exc:
         raise EvidenceError(
             f"not valid JSON ({exc.msg} at column {exc.colno})",

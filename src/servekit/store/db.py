@@ -2,7 +2,9 @@
 
 SQLite (the default, ``SERVEKIT_HOME/servekit.db``) runs in WAL mode with foreign keys on,
 and every transaction starts with ``BEGIN IMMEDIATE`` so concurrent writers queue on the
-busy timeout instead of failing when a reader upgrades. PostgreSQL is used through
+busy timeout instead of failing when a reader upgrades. A snapshot (``Store.snapshot``,
+reads only: what every page asks) starts with a plain ``BEGIN`` instead and skips the
+writer queue: in WAL mode a reader neither waits for a writer nor holds one up. PostgreSQL is used through
 psycopg 3 when ``SERVEKIT_DATABASE_URL`` is set. Migrations run on open.
 """
 
@@ -15,6 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 DB_FILE = "servekit.db"
 KITS_DIR = "kits"
 BUSY_TIMEOUT_MS = 30_000
+READ_ONLY = "servekit_read_only"  # the execution option that marks a snapshot's connection
 RECYCLE_S = 1800  # a PostgreSQL connection older than this is replaced on checkout
 
 
@@ -76,6 +80,9 @@ class _WriterGate:
         self._lock = threading.Lock()
 
     def begin(self, conn: Connection) -> None:
+        if conn.get_execution_options().get(READ_ONLY):
+            conn.exec_driver_sql("BEGIN")  # deferred: a WAL reader takes no write lock
+            return
         if not self._lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
             raise StoreError(
                 "the SQLite store stayed busy for 30 s", hint="another transaction is stuck open"
@@ -230,6 +237,18 @@ class Store:
         """One unit of work: committed when the block ends, rolled back on any exception."""
         with Session(self.engine, expire_on_commit=False) as session, session.begin():
             yield session
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """A unit of work that only reads: one consistent view, outside SQLite's writer
+        queue (a write in it is a mistake, and on SQLite waits on the busy timeout)."""
+        with Session(self._reader, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @cached_property
+    def _reader(self) -> Engine:
+        """The engine for snapshots: the same pool, marked read-only."""
+        return self.engine.execution_options(**{READ_ONLY: True})
 
 
 def open_store(settings: Settings, *, run_migrations: bool = True) -> Store:

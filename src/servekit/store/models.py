@@ -169,7 +169,8 @@ class PackageVersion(Base):
     kit_digest: Mapped[str] = mapped_column(String(80))
     key_id: Mapped[str] = mapped_column(String(64))
     published_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    retracted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # indexed: every page counts the retracted versions (publishing.publication_state)
+    retracted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), index=True)
     retract_reason: Mapped[str | None] = mapped_column(Text)
 
 

@@ -215,16 +215,27 @@ def latest_version(package_id: str, *, session: Session) -> PackageVersion | Non
     )
 
 
+_RETRACTED = (
+    select(func.count())
+    .select_from(PackageVersion)
+    .where(PackageVersion.retracted_at.is_not(None))
+    .scalar_subquery()
+)
+# Built once: every page runs it, and building a select costs more than SQLite running it.
+_STATE = select(
+    func.count(), func.coalesce(func.max(PackageVersion.id), 0), _RETRACTED
+).select_from(PackageVersion)
+
+
 def publication_state(*, session: Session) -> tuple[int, int, int]:
     """(versions, newest id, retracted): changes whenever a version is published or
-    retracted, so a reader re-reads the catalog only then."""
-    row = session.execute(
-        select(
-            func.count(PackageVersion.id),
-            func.coalesce(func.max(PackageVersion.id), 0),
-            func.count(PackageVersion.retracted_at),
-        )
-    ).one()
+    retracted, so a reader re-reads the catalog only then.
+
+    Every page asks, so each count reads an index, never the rows: the retracted ones
+    through the index on ``retracted_at`` (0.4 ms at 1 000 versions on SQLite, against
+    5 ms for a count over the rows; docs/performance.md).
+    """
+    row = session.execute(_STATE).one()
     return int(row[0]), int(row[1]), int(row[2])
 
 

@@ -5,8 +5,10 @@ retracted; the package directory each version was published from is kept under
 ``HOME/published`` (``servekit.catalog.publish``) for its evidence, chart and pages. A
 version shows when the store holds it; a retracted one leaves the listing and its page
 says why. A draft the store does not hold (``servekit serve`` keeps only its copy) shows
-for review: its card and page say draft, and no page offers to buy it. Every request asks the database for its publication state (one aggregate row),
-so each worker, on each host, sees a publish or a retraction on its next request.
+for review: its card and page say draft, and no page offers to buy it. Every request asks
+the database for its publication state (one aggregate row, read from indexes in a
+read-only snapshot that never queues behind a writer), so each worker, on each host, sees
+a publish or a retraction on its next request.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class StoreCatalog:
     _lock: Lock = field(default_factory=Lock)
 
     def current(self) -> Catalog:
-        with self.store.transaction() as s:
+        with self.store.snapshot() as s:
             state: tuple[object, ...] = (
                 publishing.publication_state(session=s),
                 generation(self.store.home),

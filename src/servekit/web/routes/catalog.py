@@ -34,8 +34,8 @@ def _page(
     return HTMLResponse(cache.get(catalog, key, render))
 
 
-def _entry(request: Request, package_id: str, version: str) -> Entry:
-    entry = _catalog(request).get(package_id, version)
+def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
+    entry = catalog.get(package_id, version)
     if entry is None:
         raise NotFoundError(
             f"no published package {package_id} {version}",
@@ -65,8 +65,8 @@ def catalog_page(
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
 def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
     """Everything about one package version, from its definition."""
-    entry = _entry(request, package_id, version)
-    catalog = _catalog(request)
+    catalog = _catalog(request)  # once: each look asks the store for its publication state
+    entry = _entry(catalog, package_id, version)
 
     def render() -> str:
         return render_package(package_page(catalog, entry), LINKS, live=True)
@@ -77,14 +77,14 @@ def package_view(request: Request, package_id: str, version: str) -> HTMLRespons
 @router.get("/packages/{package_id}/{version}/chart.svg")
 def chart(request: Request, package_id: str, version: str) -> Response:
     """Latency and throughput against concurrency, drawn by matplotlib."""
-    entry = _entry(request, package_id, version)
+    entry = _entry(_catalog(request), package_id, version)
     return Response(render_chart(entry.card.figures), media_type="image/svg+xml")
 
 
 @router.get("/packages/{package_id}/{version}/files/{path:path}")
 def package_file(request: Request, package_id: str, version: str, path: str) -> FileResponse:
     """A raw evidence file, licence or build recipe the page links to (nothing else)."""
-    entry = _entry(request, package_id, version)
+    entry = _entry(_catalog(request), package_id, version)
     if path not in entry.public_files():
         raise NotFoundError(
             f"{package_id} {version} links to no file {path}",
