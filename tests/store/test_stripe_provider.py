@@ -22,6 +22,7 @@ class FakeStripe(BaseHTTPRequestHandler):
     seen: ClassVar[list[tuple[str, str | None, dict[str, list[str]]]]] = []
     replies: ClassVar[dict[str, dict[str, Any]]] = {}
     decline: ClassVar[bool] = False
+    status: ClassVar[str] = "succeeded"
 
     def do_POST(self) -> None:
         form = parse_qs(self.rfile.read(int(self.headers["Content-Length"] or 0)).decode())
@@ -38,7 +39,7 @@ class FakeStripe(BaseHTTPRequestHandler):
             self.replies[key or str(n)] = {
                 "id": f"{prefix}_{n}",
                 "object": kind,
-                "status": "succeeded",
+                "status": self.status,
             }
         self._send(200, self.replies[key or ""])
 
@@ -57,6 +58,7 @@ class FakeStripe(BaseHTTPRequestHandler):
 @pytest.fixture
 def provider() -> Iterator[StripeProvider]:
     FakeStripe.seen, FakeStripe.replies, FakeStripe.decline = [], {}, False
+    FakeStripe.status = "succeeded"
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeStripe)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -95,4 +97,11 @@ def test_a_refund_names_the_payment_intent(provider: StripeProvider) -> None:
 def test_a_decline_is_a_payment_error(provider: StripeProvider) -> None:
     FakeStripe.decline = True
     with pytest.raises(PaymentError, match="declined"):
+        provider.charge(100, "usd", idempotency_key="k", memo="m")
+
+
+def test_a_payment_that_needs_the_customer_is_not_taken_as_paid(provider: StripeProvider) -> None:
+    """A card that asks for 3-D Secure answers 'requires_action': no money has moved."""
+    FakeStripe.status = "requires_action"
+    with pytest.raises(PaymentError, match="pi_1 is requires_action, not succeeded"):
         provider.charge(100, "usd", idempotency_key="k", memo="m")
