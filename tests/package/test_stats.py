@@ -17,7 +17,9 @@ from servekit.package.stats import (
 )
 
 
-def _request(send: float, first: float, contents: tuple[float, ...], **fields: Any) -> RequestRecord:
+def _request(
+    send: float, first: float, contents: tuple[float, ...], **fields: Any
+) -> RequestRecord:
     values: dict[str, Any] = {
         "id": f"r-{send}",
         "run": "r",
