@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import io
 import shutil
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from servekit.errors import FileChangedError, UsageError
 from servekit.package.files import PIN_FILE
@@ -96,3 +98,50 @@ def test_a_pin_file_that_disagrees_with_package_yaml_is_refused(
 def test_a_package_without_a_pin_file_has_only_its_digest(package: Path) -> None:
     loaded, pin = package_pin(package)
     assert pin is None and loaded.package.model.tree_digest.startswith("sha256:")
+
+
+def _changed_keys(before: str, after: str) -> list[str]:
+    lines = difflib.ndiff(before.splitlines(), after.splitlines())
+    return sorted(line[2:].split(":")[0].strip() for line in lines if line.startswith(("+ ", "- ")))
+
+
+def test_a_package_yaml_indented_its_own_way_keeps_its_layout(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    manifest = package / "package.yaml"
+    editor = YAML()
+    editor.width = 4096
+    editor.indent(mapping=4, sequence=6, offset=4)
+    out = io.StringIO()
+    editor.dump(editor.load(manifest.read_text()), out)
+    manifest.write_text(out.getvalue())
+    before = manifest.read_text()
+    pin_into_package(k3_pin, package)
+    assert _changed_keys(before, manifest.read_text()) == sorted(
+        [*("commit", "tree_digest", "total_bytes", "shard_count") * 2, "files"]
+    )
+
+
+def test_a_layout_no_editor_reproduces_is_rewritten_in_the_common_one(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    manifest = package / "package.yaml"
+    odd = manifest.read_text().replace("\nmodel:\n", "\nmodel:   \n", 1)  # trailing spaces
+    manifest.write_text(odd)
+    pin_into_package(k3_pin, package)
+    assert "model:   \n" not in manifest.read_text()
+    assert load_package(package).package.model.tree_digest == k3_pin.tree_digest
+
+
+def test_a_pin_without_weight_files_is_refused(package: Path, k3_pin: WeightsPin) -> None:
+    empty = k3_pin.model_copy(update={"shard_count": 0, "total_bytes": 0})
+    with pytest.raises(UsageError, match="has no weight files; a package needs at least one"):
+        pin_into_package(empty, package)
+
+
+def test_a_write_that_fails_leaves_the_package_as_it_was(package: Path, k3_pin: WeightsPin) -> None:
+    before = (package / "package.yaml").read_text()
+    (package / Path(PIN_FILE).parent).write_text("a file where the pin's folder should be")
+    with pytest.raises(OSError):
+        pin_into_package(k3_pin, package)
+    assert (package / "package.yaml").read_text() == before
