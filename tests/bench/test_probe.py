@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
@@ -16,21 +14,22 @@ from servekit.bench.client import BenchClient
 from servekit.bench.probe import EndpointInfo, probe_endpoint
 from servekit.bench.prompts import PromptFactory
 from servekit.package.models import Api
+from tests.fakehttp import QuietHandler, serving
 
 MISSING = object()  # a route that answers 404
 TOKEN_LIST = object()  # /tokenize answers {"tokens": [...]}: one per word, plus 2
 
 
-class _Engine(BaseHTTPRequestHandler):
+class _Engine(QuietHandler):
     """GET routes answer their configured JSON; POST /v1/completions streams two tokens."""
 
     routes: ClassVar[dict[str, Any]] = {}
     usage: ClassVar[bool] = True
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 (http.server names it)
         self._answer(self.routes.get(self.path, MISSING))
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 (http.server names it)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         words = len(body["prompt"].split())
         if self.path == "/tokenize":
@@ -42,33 +41,20 @@ class _Engine(BaseHTTPRequestHandler):
             usage = {"prompt_tokens": words + 3, "completion_tokens": 2}
             events.append({"choices": [], "usage": usage})
         data = b"".join(b"data: %s\n\n" % json.dumps(e).encode() for e in events)
-        self._send(200, "text/event-stream", data + b"data: [DONE]\n\n")
+        self.send_body(200, "text/event-stream", data + b"data: [DONE]\n\n")
 
     def _answer(self, value: Any) -> None:
         if value is MISSING:
-            self._send(404, "application/json", b'{"detail":"Not Found"}')
+            self.send_body(404, "application/json", b'{"detail":"Not Found"}')
         else:
-            self._send(200, "application/json", json.dumps(value).encode())
-
-    def _send(self, status: int, kind: str, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_: object) -> None:
-        pass
+            self.send_body(200, "application/json", json.dumps(value).encode())
 
 
 @pytest.fixture
 def engine() -> Iterator[str]:
     _Engine.routes, _Engine.usage = {}, True
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Engine) as url:
+        yield url
 
 
 def _probe(url: str) -> EndpointInfo:
