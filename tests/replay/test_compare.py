@@ -156,6 +156,24 @@ def test_verdict_direction(metric: Metric, buyer: float, expected: Verdict) -> N
     assert got is expected and diff == pytest.approx(buyer - 100.0)
 
 
+@pytest.mark.parametrize(("buyer", "expected"), [(0.0, Verdict.WITHIN), (0.5, Verdict.WORSE)])
+def test_a_published_zero_has_no_percentage_and_only_zero_reproduces_it(
+    buyer: float, expected: Verdict
+) -> None:
+    """A figure published as 0: no difference in percent of 0 exists."""
+    fig = Figure(
+        id="f",
+        label="f",
+        metric=Metric.REQUEST_THROUGHPUT,
+        statistic=Statistic.VALUE,
+        scope=Scope.NODE,
+        concurrency=1,
+        value=0.0,
+        provenance=Provenance.MEASURED,
+    )
+    assert verdict(fig, buyer, 10.0) == (None, expected)
+
+
 # --- the command's own output, in-process --------------------------------------------
 
 
