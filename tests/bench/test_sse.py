@@ -77,3 +77,43 @@ def test_json_only_pythons_parser_accepts_still_parses() -> None:
     event = b'data: {"choices":[{"text":"a","logprobs":{"top":NaN}}],"n":123456789012345678901}\n\n'
     state.feed(event, 1.0)
     assert state.error is None and state.pieces == ["a"] and state.t_content == [1.0]
+
+
+def test_named_events_ids_and_retry_fields_are_not_errors() -> None:
+    """vLLM sends only data lines, but a proxy may add SSE fields; they carry no content."""
+    state = StreamState(chat=False)
+    state.feed(b"event: completion\nid: 7\nretry: 1000\n" + _event({"choices": [{"text": "a"}]}), 1)
+    state.feed(b"event: end", 2.0)  # a last field line without its newline
+    state.close()
+    assert state.error is None and state.pieces == ["a"]
+
+
+def test_a_partial_malformed_line_at_end_of_body_is_an_error() -> None:
+    state = StreamState(chat=False)
+    state.feed(_event({"choices": [{"text": "a"}]}) + b"garbage", 1.0)
+    state.close()
+    assert state.error == "malformed event line: b'garbage'"
+
+
+def test_event_data_must_be_a_json_object() -> None:
+    state = StreamState(chat=False)
+    state.feed(b"data: [1, 2]\n\n", 1.0)
+    assert state.error == "event data is not a JSON object: b'[1, 2]'"
+
+
+def test_an_error_event_with_a_plain_string_is_reported_as_is() -> None:
+    state = StreamState(chat=False)
+    state.feed(_event({"error": "engine overloaded"}), 1.0)
+    assert state.error == "server error mid-stream: engine overloaded"
+
+
+def test_a_choice_that_is_not_an_object_carries_no_content() -> None:
+    state = StreamState(chat=True)
+    state.feed(_event({"choices": ["oops"]}) + _chat({"content": "Hi"}), 1.0)
+    assert state.error is None and state.pieces == ["Hi"] and state.t_first_event == 1.0
+
+
+def test_an_empty_data_line_is_malformed_data() -> None:
+    state = StreamState(chat=False)
+    state.feed(b"data:\n\n", 1.0)
+    assert state.error == "malformed event data: b''"

@@ -11,20 +11,24 @@ import asyncio
 import json
 import socket
 import socketserver
+import ssl
+import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
 from servekit.bench.client import BenchClient, RequestSpec, Trace, stream_headers
-from servekit.bench.transport import Origin, StreamPool
+from servekit.bench.transport import Deadlines, Origin, StreamPool
 from servekit.errors import UsageError
 from servekit.package.models import Api
 
 # (connection number, request number on it) -> pieces to send, or None to close silently
-Script = Callable[[int, int], list[bytes] | None]
+Script = Callable[[int, int], Iterable[bytes] | None]
+CLOSE = b"<close the connection>"  # a piece that closes the connection (FIN)
+RESET = b"<reset the connection>"  # a piece that aborts it (RST)
 
 
 @dataclass
@@ -61,7 +65,16 @@ class _Handler(socketserver.BaseRequestHandler):
             if pieces is None:
                 return
             for piece in pieces:
-                sock.sendall(piece)
+                if piece is CLOSE:
+                    return
+                if piece is RESET:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()
+                    return
+                try:
+                    sock.sendall(piece)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client gave up on an endless response
                 time.sleep(0.0005)  # each piece is its own read on the client
 
 
@@ -124,15 +137,28 @@ SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
 
 
 def _send(
-    server: _Server, count: int = 1, body: bytes = b'{"prompt":"x"}', prefix: str = ""
+    server: _Server,
+    count: int = 1,
+    body: bytes = b'{"prompt":"x"}',
+    prefix: str = "",
+    *,
+    timeout_s: float = 2.0,
+    limits: Deadlines | None = None,
+    pause: float = 0.0,
 ) -> list[Trace]:
+    """``count`` requests one after another, ``pause`` seconds apart."""
     endpoint = f"http://127.0.0.1:{server.server_address[1]}{prefix}"
 
     async def main() -> list[Trace]:
-        async with BenchClient(endpoint, Api.COMPLETIONS, timeout_s=2.0) as client:
+        client = BenchClient(endpoint, Api.COMPLETIONS, timeout_s=timeout_s, limits=limits)
+        async with client:
             t0 = time.perf_counter()
             spec = RequestSpec("r", 1, False, body, 3, 2)
-            return [await client.send(spec, t0) for _ in range(count)]
+            traces = []
+            for _ in range(count):
+                traces.append(await client.send(spec, t0))
+                await asyncio.sleep(pause)
+            return traces
 
     return asyncio.run(main())
 
@@ -275,3 +301,170 @@ def test_an_injected_stream_pool_carries_the_requests(scripted: Callable[..., _S
     trace = asyncio.run(main())
     assert trace.error is None and trace.state.pieces == ["a"]
     assert pool.opened == 1 and _header(server.seen.heads[0], b"x-injected") == b"yes"
+
+
+CHUNKED_HEAD = SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+LAST_CHUNK = b"0\r\n\r\n"
+
+
+def _one_chunk(text: str) -> bytes:
+    return _chunked(_events(text, finish=False), 1000)[: -len(b"0\r\nX-Trailer: yes\r\n\r\n")]
+
+
+def test_pauses_shorter_than_the_silence_timeout_do_not_end_a_longer_stream(
+    scripted: Callable[..., _Server],
+) -> None:
+    def slow(c: int, r: int) -> Iterator[bytes]:
+        yield CHUNKED_HEAD
+        for text in "abcde":
+            time.sleep(0.1)
+            yield _one_chunk(text)
+        finish = _events(*"abcde")[len(_events(*"abcde", finish=False)) :]
+        yield _chunked(finish, 1000)
+
+    server = scripted(slow)
+    limits = Deadlines(total_s=10.0, first_byte_s=0.2)
+    start = time.perf_counter()
+    (trace,) = _send(server, timeout_s=0.25, limits=limits)
+    assert trace.error is None, trace.error
+    assert trace.state.pieces == list("abcde")
+    assert time.perf_counter() - start > 0.45  # twice the silence timeout, in pieces
+
+
+def test_silence_longer_than_the_timeout_is_a_read_timeout(
+    scripted: Callable[..., _Server],
+) -> None:
+    def stalls(c: int, r: int) -> Iterator[bytes]:
+        yield CHUNKED_HEAD + _one_chunk("a")
+        time.sleep(1.0)
+
+    server = scripted(stalls)
+    start = time.perf_counter()
+    (trace,) = _send(server, timeout_s=0.25)
+    assert trace.error is not None and trace.error.startswith("timeout (ReadTimeout) after ")
+    assert trace.state.pieces == ["a"]
+    assert time.perf_counter() - start < 0.9
+
+
+def test_a_reset_in_the_middle_of_the_body_is_a_read_error(
+    scripted: Callable[..., _Server],
+) -> None:
+    server = scripted(lambda c, r: [CHUNKED_HEAD + _one_chunk("a"), RESET])
+    (trace,) = _send(server)
+    assert trace.error is not None and trace.error.startswith("connection failed (ReadError): ")
+    assert trace.state.pieces == ["a"]
+
+
+def test_a_close_in_the_middle_of_the_body_is_an_incomplete_message(
+    scripted: Callable[..., _Server],
+) -> None:
+    server = scripted(lambda c, r: [CHUNKED_HEAD + _one_chunk("a"), CLOSE])
+    (trace,) = _send(server)
+    assert trace.error == (
+        "connection failed (RemoteProtocolError): peer closed connection without "
+        "sending complete message body"
+    )
+
+
+def test_an_idle_connection_the_server_closed_is_not_reused(
+    scripted: Callable[..., _Server],
+) -> None:
+    raw = CHUNKED_HEAD + _chunked(_events("a"), 1000)
+    server = scripted(lambda c, r: [raw, CLOSE] if c == 0 else [raw])
+    first, second = _send(server, count=2, pause=0.05)
+    assert first.error is None and second.error is None, second.error
+    # the close was seen while the connection was idle: no request was lost and retried
+    assert server.seen.connections == 2 and len(server.seen.heads) == 2
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["same-read", "later-read"])
+def test_junk_after_the_response_retires_the_connection(
+    scripted: Callable[..., _Server], later: bool
+) -> None:
+    raw = CHUNKED_HEAD + _chunked(_events("a"), 1000)
+    junk = b"not http at all\r\n\r\n"
+    server = scripted(lambda c, r: [raw, junk] if later else [raw + junk])
+    first, second = _send(server, count=2, pause=0.05)
+    assert first.error is None and second.error is None, second.error
+    assert server.seen.connections == 2
+
+
+def test_a_refused_connection_is_a_connect_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens on it once closed
+
+    async def main() -> Trace:
+        endpoint = f"http://127.0.0.1:{port}"
+        async with BenchClient(endpoint, Api.COMPLETIONS, timeout_s=2.0) as client:
+            return await client.send(RequestSpec("r", 1, False, b"{}", 3, 2), time.perf_counter())
+
+    trace = asyncio.run(main())
+    assert trace.error is not None and trace.error.startswith("connection failed (ConnectError): ")
+    assert trace.status is None
+
+
+def test_a_cancelled_request_closes_its_connection(scripted: Callable[..., _Server]) -> None:
+    def endless(c: int, r: int) -> Iterator[bytes]:
+        yield CHUNKED_HEAD
+        while True:
+            yield _one_chunk("a")
+            time.sleep(0.02)
+
+    server = scripted(endless)
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    pool = StreamPool(endpoint, stream_headers(), timeout_s=2.0)
+
+    async def main() -> None:
+        async with BenchClient(endpoint, Api.COMPLETIONS, timeout_s=2.0, streams=pool) as client:
+            spec = RequestSpec("r", 1, False, b"{}", 3, 2)
+            task = asyncio.create_task(client.send(spec, time.perf_counter()))
+            await asyncio.sleep(0.1)
+            (conn,) = pool.active
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert conn.closed and pool.active == set() and pool.idle == []
+
+    asyncio.run(main())
+
+
+def test_an_https_endpoint_verifies_certificates_by_default() -> None:
+    pool = StreamPool("https://engine.example/v1", {}, timeout_s=1.0)
+    assert pool.ssl is not None
+    assert pool.ssl.verify_mode is ssl.CERT_REQUIRED and pool.ssl.check_hostname
+    assert pool.request("/completions", b"{}").startswith(
+        b"POST /v1/completions HTTP/1.1\r\nHost: engine.example\r\n"
+    )
+
+
+def test_the_host_header_brackets_ipv6_and_omits_default_ports() -> None:
+    assert Origin.parse("http://[::1]:8000").host_header == "[::1]:8000"
+    assert Origin.parse("https://[::1]").host_header == "[::1]"
+    assert Origin.parse("http://engine:80/x/").host_header == "engine"
+    assert Origin.parse("http://engine:80/x/").prefix == "/x"
+
+
+def test_a_body_without_framing_ends_when_the_server_closes(
+    scripted: Callable[..., _Server],
+) -> None:
+    server = scripted(lambda c, r: [SSE_HEAD + b"\r\n", _events("a", "b"), CLOSE])
+    (trace,) = _send(server)
+    assert trace.error is None, trace.error
+    assert trace.state.pieces == ["a", "b"] and trace.state.done
+
+
+def test_a_malformed_event_ends_the_request_without_waiting_for_the_body(
+    scripted: Callable[..., _Server],
+) -> None:
+    def endless(c: int, r: int) -> Iterator[bytes]:
+        yield CHUNKED_HEAD + _chunked(b"this is not sse\n", 1000)[: -len(LAST_CHUNK) - 11]
+        while True:
+            yield _one_chunk("a")
+            time.sleep(0.02)
+
+    server = scripted(endless)
+    start = time.perf_counter()
+    (trace,) = _send(server, timeout_s=2.0)
+    assert trace.error is not None and "malformed event line" in trace.error
+    assert time.perf_counter() - start < 1.0

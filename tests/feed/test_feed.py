@@ -19,7 +19,13 @@ from servekit.errors import (
     RevokedError,
     UsageError,
 )
-from servekit.feed import build_feed, check_kit_feed, sign_feed_file, verify_feed
+from servekit.feed import (
+    build_feed,
+    check_kit_feed,
+    check_weights_feed,
+    sign_feed_file,
+    verify_feed,
+)
 from servekit.feed.models import BadEngine, BadModel, RetractedFigure, Retraction, RevokedPackage
 from servekit.feed.sign import load_feed_source, parse_duration
 from servekit.feed.state import read_state
@@ -281,3 +287,48 @@ def test_an_unwritable_state_file_is_a_usage_error(tmp_path: Path, key: Path) ->
     blocker.write_text("")
     with pytest.raises(UsageError, match="the feed state file cannot be"):
         verify_feed(feed, TRUST, state_path=blocker / "feed-state.json", now=NOW)
+
+
+def test_a_feed_naming_another_publisher_key_than_its_signer_is_refused(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    """A key the buyer trusts re-signing another publisher's feed as its own."""
+    feed = _signed_statement(
+        tmp_path / "feed.json", key, lambda s: s["predicate"].update(publisher_key_id="other")
+    )
+    with pytest.raises(FeedSignatureError, match="names another publisher key") as info:
+        verify_feed(feed, TRUST, state_path=state, now=NOW)
+    assert "other" in str(info.value)
+
+
+def _current_feed(path: Path, key: Path, entries: Sequence[Retraction]) -> Path:
+    """A feed issued now: ``check_weights_feed`` reads the real clock."""
+    return write_feed(path, key, entries, issued=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1))
+
+
+def test_a_weights_pin_is_held_against_the_feed(tmp_path: Path, key: Path, state: Path) -> None:
+    entry = BadModel(repo=MODEL[0], commit=MODEL[1], reason="weights replaced upstream", date=DAY)
+    feed = _current_feed(tmp_path / "feed.json", key, [entry])
+    with pytest.raises(RevokedError, match="weights replaced upstream"):
+        check_weights_feed(feed, TRUST, state_path=state, model=MODEL)
+    other = check_weights_feed(feed, TRUST, state_path=state, model=(MODEL[0], "0" * 40))
+    assert other.retracted == ()
+
+
+@pytest.mark.parametrize("source", ["kit", "package_dir"])
+def test_a_weights_pin_with_its_kit_or_package_is_held_against_the_package_too(
+    tmp_path: Path, key: Path, state: Path, source: str
+) -> None:
+    feed = _current_feed(tmp_path / "feed.json", key, [revoked()])
+    where = {"kit": KIT} if source == "kit" else {"package_dir": ROOT / "tests/assets/kit_package"}
+    with pytest.raises(RevokedError, match=r"revokes package kit-fixture 1\.0\.0"):
+        check_weights_feed(feed, TRUST, state_path=state, model=(None, None), **where)
+
+
+def test_a_pin_without_repository_and_commit_has_nothing_to_check(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    feed = _current_feed(tmp_path / "feed.json", key, [])
+    with pytest.raises(UsageError, match="names no repository and commit") as info:
+        check_weights_feed(feed, TRUST, state_path=state, model=("org/model", None))
+    assert "--kit or --package" in str(info.value.hint)

@@ -50,6 +50,8 @@ def test_hub_headers_only_transfer_the_header_bytes(hub_env: HubServer, tmp_path
     assert sum(served[p.name] for p in shards) == headers  # what the server actually sent
     assert headers < weights / 50
     assert served["config.json"] == (model / "config.json").stat().st_size
+    # into the cache the environment names now, not one huggingface_hub read at its import
+    assert (Path(os.environ["HF_HUB_CACHE"]) / "models--fit-tests--llama-headers").is_dir()
 
     local = from_directory(model)
     assert sorted(t.name for t in source.tensors or []) == sorted(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,61 @@ def test_model_dir_is_a_plain_absolute_path(pkg: Path, model_dir: str) -> None:
 def test_model_dir_loads(pkg: Path) -> None:
     _edit(pkg, "serve:", "serve:\n  model_dir: /models/converted-bf16")
     assert load_package(pkg).package.serve.model_dir == "/models/converted-bf16"
+
+
+def test_an_empty_package_yaml_is_refused(pkg: Path) -> None:
+    (pkg / "package.yaml").write_text("# nothing yet\n")
+    with pytest.raises(PackageFileError, match="the file is empty") as info:
+        load_package(pkg)
+    assert "examples/packages/" in str(info.value.hint)
+
+
+def test_a_package_yaml_that_is_a_list_is_refused_at_line_1(pkg: Path) -> None:
+    (pkg / "package.yaml").write_text("- id: tiny\n- version: 1.0.0\n")
+    with pytest.raises(PackageFileError, match="top level must be a mapping") as info:
+        load_package(pkg)
+    assert info.value.line == 1
+
+
+def test_a_problem_inside_a_list_names_the_items_line(pkg: Path) -> None:
+    data = yaml.safe_load((pkg / "package.yaml").read_text())
+    data["workloads"][0]["concurrencies"] = [1, "four"]
+    (pkg / "package.yaml").write_text(dump_yaml(data))
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    problem = info.value.problems[0]
+    assert problem.field == "workloads[0].concurrencies[1]"
+    assert problem.line == _line_of(pkg, "four")
+
+
+def test_a_missing_field_of_a_list_item_points_at_the_item(pkg: Path) -> None:
+    data = yaml.safe_load((pkg / "package.yaml").read_text())
+    del data["measurements"]["runs"][1]["file"]
+    (pkg / "package.yaml").write_text(dump_yaml(data))
+    with pytest.raises(PackageSchemaError) as info:
+        load_package(pkg)
+    (problem,) = info.value.problems
+    assert problem.field == "measurements.runs[1].file"
+    assert problem.message == "required field is missing"
+    assert problem.line == _line_of(pkg, "id: run-b")
+
+
+def _evidence_lines(pkg: Path, edit: Callable[[list[str]], list[str]]) -> None:
+    path = pkg / "evidence" / "run-a.jsonl"
+    path.write_text("\n".join(edit(path.read_text().splitlines())) + "\n")
+
+
+def test_an_evidence_line_that_is_not_an_object(pkg: Path) -> None:
+    _evidence_lines(pkg, lambda lines: [*lines[:2], "[1, 2]", *lines[3:]])
+    with pytest.raises(EvidenceError, match="a line must be a JSON object") as info:
+        check(load_package(pkg))
+    assert info.value.line == 3
+
+
+def test_blank_evidence_lines_are_skipped_and_an_empty_file_refused(pkg: Path) -> None:
+    _evidence_lines(pkg, lambda lines: [lines[0], "", "   ", *lines[1:]])
+    check(load_package(pkg))  # blank lines between records are harmless
+    _evidence_lines(pkg, lambda lines: [""])
+    with pytest.raises(EvidenceError, match="empty evidence file") as info:
+        check(load_package(pkg))
+    assert "servekit bench run" in str(info.value.hint)

@@ -7,6 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from nacl.signing import VerifyKey
 
 from servekit.errors import SigningKeyError
@@ -157,3 +159,56 @@ def test_trust_store_refuses_a_private_key_and_a_missing_path(tmp_path: Path) ->
         load_trust_store(KEYS / "publisher.key")
     with pytest.raises(SigningKeyError, match="trust store not found"):
         load_trust_store(tmp_path / "missing.pub")
+
+
+def _ec_key_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A P-256 key pair: the kind of key a user may already have, which servekit does not sign with."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    private, public = tmp_path / "ec.key", tmp_path / "ec.pub"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    private.chmod(0o600)
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public
+
+
+def test_keys_of_another_algorithm_are_named_as_such(tmp_path: Path) -> None:
+    private, public = _ec_key_files(tmp_path)
+    with pytest.raises(SigningKeyError, match="not an Ed25519 key") as info:
+        load_signing_key(private)
+    assert "Ed25519" in str(info.value.hint)
+    with pytest.raises(SigningKeyError, match="not an Ed25519 public key"):
+        load_public_key(public)
+    with pytest.raises(SigningKeyError, match="not an Ed25519 key"):
+        describe_key(private)
+
+
+def test_a_trust_file_may_hold_the_public_key_inline(tmp_path: Path) -> None:
+    key_id = load_public_key(KEYS / "publisher.pub").key_id
+    pem = (KEYS / "publisher.pub").read_text()
+    body = f"[keys.{key_id}]\npublisher='x'\npackages=['*']\npublic_key='''{pem}'''\n"
+    trust = load_trust_store(_trust_file(tmp_path, body))
+    assert set(trust.keys) == {key_id} and trust.grants[key_id].allows("x", "any")
+
+
+@pytest.mark.parametrize(
+    ("publisher", "public_key", "message"),
+    [("''", "'publisher.pub'", "publisher must be the publisher's name"),
+     ("'x'", "''", "public_key must be a PEM file name or a PEM block")],
+    ids=["no-publisher", "no-public-key"],
+)  # fmt: skip
+def test_a_trust_entry_needs_a_publisher_and_a_key(
+    tmp_path: Path, publisher: str, public_key: str, message: str
+) -> None:
+    body = f"[keys.{'0' * 64}]\npublisher={publisher}\npackages=['*']\npublic_key={public_key}\n"
+    with pytest.raises(SigningKeyError, match=message):
+        load_trust_store(_trust_file(tmp_path, body))

@@ -16,6 +16,7 @@ from servekit.package.rules import check
 from servekit.replay import Verdict, compare
 from servekit.replay.compare import verdict
 from tests.assets.make_kit_fixtures import private_key
+from tests.cli.helpers import run_cli
 from tests.functional.helpers import servekit
 from tests.replay.conftest import TOLERANCE_PCT
 
@@ -153,3 +154,46 @@ def test_verdict_direction(metric: Metric, buyer: float, expected: Verdict) -> N
     )
     diff, got = verdict(fig, buyer, 10.0)
     assert got is expected and diff == pytest.approx(buyer - 100.0)
+
+
+@pytest.mark.parametrize(("buyer", "expected"), [(0.0, Verdict.WITHIN), (0.5, Verdict.WORSE)])
+def test_a_published_zero_has_no_percentage_and_only_zero_reproduces_it(
+    buyer: float, expected: Verdict
+) -> None:
+    """A figure published as 0: no difference in percent of 0 exists."""
+    fig = Figure(
+        id="f",
+        label="f",
+        metric=Metric.REQUEST_THROUGHPUT,
+        statistic=Statistic.VALUE,
+        scope=Scope.NODE,
+        concurrency=1,
+        value=0.0,
+        provenance=Provenance.MEASURED,
+    )
+    assert verdict(fig, buyer, 10.0) == (None, expected)
+
+
+# --- the command's own output, in-process --------------------------------------------
+
+
+def test_the_command_prints_the_table_and_says_reproduced(
+    kit: Path, replays: dict[str, Path]
+) -> None:
+    code, out, err = run_cli(
+        ["bench", "compare", str(kit), str(replays["same"]), "--tolerance", str(TOLERANCE_PCT)]
+    )
+    assert code == 0, err
+    assert "published vs your replay" in out and "reported: here is your measurement" in out
+    assert "workload sim-long: not replayed" in out
+    assert "✓ reproduced: every replayed figure is within tolerance or better" in out
+
+
+def test_the_command_names_each_figure_not_reproduced(kit: Path, replays: dict[str, Path]) -> None:
+    code, out, err = run_cli(
+        ["bench", "compare", str(kit), str(replays["slower"]), "--tolerance", str(TOLERANCE_PCT)]
+    )
+    assert code == 55
+    assert f"{len(MEASURED)} figure(s) not reproduced: " in err
+    assert all(f"{fid} (worse)" in err for fid in MEASURED)
+    assert "docs/replay.md" in err and "✓ reproduced" not in out

@@ -56,3 +56,55 @@ def test_an_unsealed_entry_is_a_break(shop: Session) -> None:
     _enterprise_buy(shop)
     entry = _open_entry(shop, 5, -4)
     assert audit(session=shop).first_break == f"journal entry {entry} is not sealed"
+
+
+def _allow_updates(session: Session, table: str) -> None:
+    """Drop the append-only trigger a tamperer would drop first (rolled back with the test)."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(text(f"DROP TRIGGER {table}_no_update"))
+    else:
+        session.execute(text(f"DROP TRIGGER {table}_append_only ON {table}"))
+
+
+@pytest.mark.parametrize(
+    ("table", "tamper", "named"),
+    [
+        ("licence_signatures", "SET seq = 2", "expected seq 1, a row is missing"),
+        ("licence_signatures", f"SET prev_hash = '{'f' * 64}'", "is not the previous row_hash"),
+        (
+            "licence_signatures",
+            "SET terms_text = terms_text || ' (amended)'",
+            "terms text does not hash to terms_sha256",
+        ),
+        (
+            "licence_affirmations",
+            "SET clause_text = clause_text || ' (amended)'",
+            "does not hash to its clause_sha256",
+        ),
+    ],
+    ids=["row-missing", "chain-spliced", "terms-edited", "clause-edited"],
+)
+def test_each_kind_of_signature_tampering_is_named(
+    shop: Session, table: str, tamper: str, named: str
+) -> None:
+    _enterprise_buy(shop)
+    _allow_updates(shop, table)
+    shop.execute(text(f"UPDATE {table} {tamper}"))
+    report = audit(session=shop)
+    assert not report.ok and named in (report.first_break or "")
+    assert "signature seq" in (report.first_break or "")
+
+
+def test_an_edited_posting_unbalances_its_entry(shop: Session) -> None:
+    _enterprise_buy(shop)
+    _allow_updates(shop, "postings")
+    shop.execute(text("UPDATE postings SET amount_cents = amount_cents + 1"))
+    report = audit(session=shop)
+    assert report.first_break is not None and report.first_break.endswith("does not sum to zero")
+
+
+def test_an_order_whose_amount_differs_from_its_sale_is_a_break(shop: Session) -> None:
+    _enterprise_buy(shop)
+    shop.execute(text("UPDATE orders SET amount_cents = amount_cents + 100"))
+    report = audit(session=shop)
+    assert report.first_break is not None and "no sale entry of" in report.first_break

@@ -11,11 +11,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from stripe import WebhookSignature
 
-from servekit.errors import WebhookSignatureError
+from servekit.config import load_settings
+from servekit.errors import UsageError, WebhookSignatureError
 from servekit.store import ledger
 from servekit.store.checkout import confirm, create_quote, refund_order
 from servekit.store.models import Order, OrderKind, OrderStatus
-from servekit.store.payments import SandboxProvider, drain_outbox, handle_stripe_webhook
+from servekit.store.payments import (
+    SandboxProvider,
+    StripeProvider,
+    drain_outbox,
+    handle_stripe_webhook,
+    provider_from_settings,
+)
 from tests.store.conftest import Packages, member, publish_one
 
 SECRET = "whsec_test_servekit"
@@ -115,7 +122,64 @@ def test_an_operator_refund_goes_to_the_provider_through_the_outbox(
     db, intent = paid
     (order,) = _orders(db)
     refund_order(order.id, "operator", session=db)
+    assert drain_outbox(SandboxProvider(), session=db) == 0  # a Stripe payment: not the sandbox's
     provider = StripeLikeProvider()
     assert drain_outbox(provider, session=db) == 1
     assert provider.refunds == [(intent, 4999)]
     assert drain_outbox(provider, session=db) == 0  # sent once
+
+
+def test_a_refund_event_for_a_payment_we_do_not_know_is_only_recorded(
+    paid: tuple[Session, str],
+) -> None:
+    db, _ = paid
+    result = handle_stripe_webhook(
+        *_signed(_refund_event("evt_9", "pi_elsewhere")), SECRET, session=db
+    )
+    assert result.action == "recorded" and not result.duplicate
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
+
+
+def test_a_second_refund_event_for_a_refunded_order_changes_nothing(
+    paid: tuple[Session, str],
+) -> None:
+    db, intent = paid
+    handle_stripe_webhook(*_signed(_refund_event("evt_1", intent)), SECRET, session=db)
+    balances = ledger.balances(session=db)
+    second = handle_stripe_webhook(*_signed(_refund_event("evt_2", intent)), SECRET, session=db)
+    assert second.action == "recorded" and ledger.balances(session=db) == balances
+
+
+def test_the_provider_comes_from_the_settings() -> None:
+    assert isinstance(provider_from_settings(load_settings({})), SandboxProvider)
+    stripe_env = {"SERVEKIT_PAYMENT_PROVIDER": "stripe", "SERVEKIT_STRIPE_API_KEY": "sk_test_x"}
+    assert isinstance(provider_from_settings(load_settings(stripe_env)), StripeProvider)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SERVEKIT_PAYMENT_PROVIDER": "stripe"}, "needs SERVEKIT_STRIPE_API_KEY"),
+        ({"SERVEKIT_PAYMENT_PROVIDER": "paypal"}, "unknown payment provider 'paypal'"),
+    ],
+)
+def test_a_provider_that_cannot_be_built_is_a_usage_error(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(UsageError, match=message) as info:
+        provider_from_settings(load_settings(env))
+    assert info.value.hint
+
+
+def test_other_event_types_are_recorded_once_and_do_nothing(paid: tuple[Session, str]) -> None:
+    db, intent = paid
+    event = dict(_refund_event("evt_5", intent), type="payment_intent.succeeded")
+    assert handle_stripe_webhook(*_signed(event), SECRET, session=db).action == "recorded"
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
+
+
+def test_without_a_webhook_secret_every_event_is_refused(paid: tuple[Session, str]) -> None:
+    db, intent = paid
+    with pytest.raises(WebhookSignatureError, match="no webhook secret") as info:
+        handle_stripe_webhook(*_signed(_refund_event("evt_1", intent)), None, session=db)
+    assert info.value.hint == "set SERVEKIT_STRIPE_WEBHOOK_SECRET"

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
@@ -14,16 +12,18 @@ import stripe
 
 from servekit.errors import PaymentError
 from servekit.store.payments import StripeProvider
+from tests.fakehttp import QuietHandler, serving
 
 
-class FakeStripe(BaseHTTPRequestHandler):
+class FakeStripe(QuietHandler):
     """POST /v1/payment_intents and /v1/refunds, replaying a response per idempotency key."""
 
     seen: ClassVar[list[tuple[str, str | None, dict[str, list[str]]]]] = []
     replies: ClassVar[dict[str, dict[str, Any]]] = {}
     decline: ClassVar[bool] = False
+    status: ClassVar[str] = "succeeded"
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 (http.server names it)
         form = parse_qs(self.rfile.read(int(self.headers["Content-Length"] or 0)).decode())
         key = self.headers.get("Idempotency-Key")
         self.seen.append((self.path, key, form))
@@ -38,34 +38,23 @@ class FakeStripe(BaseHTTPRequestHandler):
             self.replies[key or str(n)] = {
                 "id": f"{prefix}_{n}",
                 "object": kind,
-                "status": "succeeded",
+                "status": self.status,
             }
         self._send(200, self.replies[key or ""])
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_: object) -> None:
-        pass
+        self.send_body(status, "application/json", json.dumps(body).encode())
 
 
 @pytest.fixture
 def provider() -> Iterator[StripeProvider]:
     FakeStripe.seen, FakeStripe.replies, FakeStripe.decline = [], {}, False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeStripe)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    client = stripe.StripeClient(
-        "sk_test_fake", base_addresses={"api": base}, max_network_retries=0
-    )
-    yield StripeProvider(client)
-    server.shutdown()
+    FakeStripe.status = "succeeded"
+    with serving(FakeStripe) as base:
+        client = stripe.StripeClient(
+            "sk_test_fake", base_addresses={"api": base}, max_network_retries=0
+        )
+        yield StripeProvider(client)
 
 
 def test_a_charge_is_a_confirmed_payment_intent_with_our_idempotency_key(
@@ -95,4 +84,11 @@ def test_a_refund_names_the_payment_intent(provider: StripeProvider) -> None:
 def test_a_decline_is_a_payment_error(provider: StripeProvider) -> None:
     FakeStripe.decline = True
     with pytest.raises(PaymentError, match="declined"):
+        provider.charge(100, "usd", idempotency_key="k", memo="m")
+
+
+def test_a_payment_that_needs_the_customer_is_not_taken_as_paid(provider: StripeProvider) -> None:
+    """A card that asks for 3-D Secure answers 'requires_action': no money has moved."""
+    FakeStripe.status = "requires_action"
+    with pytest.raises(PaymentError, match="pi_1 is requires_action, not succeeded"):
         provider.charge(100, "usd", idempotency_key="k", memo="m")

@@ -304,3 +304,50 @@ def test_a_figure_its_evidence_does_not_carry_is_refused_even_when_signed(tmp_pa
     with pytest.raises(ClaimRecheckError, match="claim rules refuse a figure") as info:
         verify_kit(_resign(tmp_path, files, edit), TRUST)
     assert info.value.expected == "no violation"
+
+
+def test_a_receipt_with_two_kit_subjects(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"].append(dict(statement["subject"][0]))
+
+    with pytest.raises(SubjectMismatchError, match="must name exactly one kit subject"):
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+
+
+def test_a_pin_file_that_is_json_but_not_an_object(tmp_path: Path) -> None:
+    files = {**_files(), "model/pin.json": b'["servekit-test/tiny-model"]'}
+    with pytest.raises(SubjectMismatchError, match=r"pin\.json is not a JSON object") as info:
+        verify_kit(_resign(tmp_path, files, lambda s: None), TRUST)
+    assert (info.value.expected, info.value.actual) == ("an object", "list")
+
+
+def test_a_kit_without_the_pin_file_its_package_names(tmp_path: Path) -> None:
+    files = {p: d for p, d in _files().items() if p != "model/pin.json"}
+    with pytest.raises(MissingFileError, match="names a model pin file the kit does not hold"):
+        verify_kit(_resign(tmp_path, files, lambda s: None), TRUST)
+
+
+def test_a_receipt_whose_per_run_values_name_other_runs(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        per_run = statement["predicate"]["figures"][0]["per_run"]
+        per_run["run-c"] = per_run.pop("run-b")
+
+    with pytest.raises(ClaimRecheckError, match="not the one the claim rules recompute"):
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+
+
+def test_a_receipt_that_leaves_out_a_figure(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["figures"].pop()
+
+    with pytest.raises(ClaimRecheckError, match="lists other figures than the package") as info:
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)
+    assert int(info.value.expected or 0) == int(info.value.actual or 0) + 1
+
+
+def test_a_receipt_that_relabels_a_figure(tmp_path: Path) -> None:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["predicate"]["figures"][0]["label"] = "TTFT p50 (best of three)"
+
+    with pytest.raises(ClaimRecheckError, match="not the one the claim rules recompute"):
+        verify_kit(_resign(tmp_path, _files(), edit), TRUST)

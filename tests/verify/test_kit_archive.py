@@ -232,6 +232,26 @@ def test_limits(tmp_path: Path) -> None:
     assert len(read_kit(path, Limits(max_members=4)).files) == 4
 
 
+def test_members_beyond_the_limit_are_refused_even_if_manifest_lists_few(tmp_path: Path) -> None:
+    """MANIFEST lists one file, within the limit; the archive goes on past it."""
+    listed = {"README.md": FILES["README.md"]}
+    tar = _member("MANIFEST", render_manifest(manifest_entries(listed)))
+    tar += _member("README.md", FILES["README.md"]) + _member("evidence/a.jsonl", b"{}\n")
+    with pytest.raises(ArchiveLimitError, match="the kit has too many members") as info:
+        read_kit(_write(tmp_path, _gzip(_end(tar))), Limits(max_members=2))
+    assert (info.value.file, info.value.expected) == ("evidence/a.jsonl", "at most 2")
+
+
+def test_a_manifest_listing_more_bytes_than_a_kit_may_hold_is_refused_first(
+    tmp_path: Path,
+) -> None:
+    files = _files(big=b"x" * 4000)
+    limit = len(files["MANIFEST"]) + 100  # MANIFEST itself fits; what it lists does not
+    with pytest.raises(ArchiveLimitError, match="MANIFEST lists more bytes") as info:
+        read_kit(_kit(tmp_path, files), Limits(max_total_bytes=limit))
+    assert info.value.file == "MANIFEST"
+
+
 def test_an_oversized_receipt_is_refused_before_it_is_read(tmp_path: Path) -> None:
     files = _files()
     receipt = _info("receipt.dsse.json", 2 * 1024 * 1024).tobuf(tarfile.PAX_FORMAT)
@@ -433,6 +453,11 @@ def test_member_names() -> None:
     assert kit_member_name("a/b") == "a/b"
     with pytest.raises(UnsafeArchiveError):
         kit_member_name("./a")
+    with pytest.raises(UnsafeArchiveError, match="absolute path"):
+        kit_member_name("/etc/passwd")
+    with pytest.raises(UnsafeArchiveError, match="leaves the kit") as info:
+        kit_member_name("deploy/../../x")
+    assert info.value.expected == "no '..' part"
 
 
 @pytest.mark.parametrize("offset", [0, 1, 511, 512, 513, 4095, 20479])

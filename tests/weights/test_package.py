@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from servekit.errors import FileChangedError, PackageError, UsageError
 from servekit.package.files import PIN_FILE
@@ -115,3 +117,50 @@ def test_a_local_pin_is_held_to_the_tree_and_a_named_commit_to_the_package(
     pin_file.write_text("{not json")
     with pytest.raises(PackageError, match="not valid JSON"):
         package_pin(tiny)
+
+
+def _changed_keys(before: str, after: str) -> list[str]:
+    lines = difflib.ndiff(before.splitlines(), after.splitlines())
+    return sorted(line[2:].split(":")[0].strip() for line in lines if line.startswith(("+ ", "- ")))
+
+
+def test_a_package_yaml_indented_its_own_way_keeps_its_layout(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    manifest = package / "package.yaml"
+    editor = YAML()
+    editor.width = 4096
+    editor.indent(mapping=4, sequence=6, offset=4)
+    out = io.StringIO()
+    editor.dump(editor.load(manifest.read_text()), out)
+    manifest.write_text(out.getvalue())
+    before = manifest.read_text()
+    pin_into_package(k3_pin, package)
+    assert _changed_keys(before, manifest.read_text()) == sorted(
+        [*("commit", "tree_digest", "total_bytes", "shard_count") * 2, "files"]
+    )
+
+
+def test_a_layout_no_editor_reproduces_is_rewritten_in_the_common_one(
+    package: Path, k3_pin: WeightsPin
+) -> None:
+    manifest = package / "package.yaml"
+    odd = manifest.read_text().replace("\nmodel:\n", "\nmodel:   \n", 1)  # trailing spaces
+    manifest.write_text(odd)
+    pin_into_package(k3_pin, package)
+    assert "model:   \n" not in manifest.read_text()
+    assert load_package(package).package.model.tree_digest == k3_pin.tree_digest
+
+
+def test_a_pin_without_weight_files_is_refused(package: Path, k3_pin: WeightsPin) -> None:
+    empty = k3_pin.model_copy(update={"shard_count": 0, "total_bytes": 0})
+    with pytest.raises(UsageError, match="has no weight files; a package needs at least one"):
+        pin_into_package(empty, package)
+
+
+def test_a_write_that_fails_leaves_the_package_as_it_was(package: Path, k3_pin: WeightsPin) -> None:
+    before = (package / "package.yaml").read_text()
+    (package / Path(PIN_FILE).parent).write_text("a file where the pin's folder should be")
+    with pytest.raises(OSError):
+        pin_into_package(k3_pin, package)
+    assert (package / "package.yaml").read_text() == before

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from servekit.errors import HubError
+from servekit.errors import HubError, UsageError
 from servekit.weights.hub import Hub
 from servekit.weights.models import Sha256Source
 from servekit.weights.pin import pin_directory, pin_repo
@@ -187,3 +187,16 @@ def test_a_pinned_small_file_is_hashed_from_its_bytes(
     pin = pin_repo(repo.repo_id, "main", hub=_hub(hub_server))
     readme = next(f for f in pin.files if f.path == "README.md")
     assert readme.sha256 == hashlib.sha256(b"# test model 14\n").hexdigest()
+
+
+def test_a_commit_with_no_files_is_a_hub_error(hub_server: HubServer, no_token: None) -> None:
+    repo = _repo(hub_server)
+    commit = repo.commit([])
+    with pytest.raises(HubError, match=f"@{commit} has no files") as info:
+        pin_repo(repo.repo_id, "main", hub=_hub(hub_server))
+    assert "check the repository and revision" in str(info.value.hint)
+
+
+def test_an_empty_directory_has_nothing_to_pin(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="holds no files: there is nothing to pin"):
+        pin_directory(tmp_path)

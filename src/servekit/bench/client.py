@@ -89,7 +89,7 @@ def api_path(api: Api) -> str:
     match api:
         case Api.COMPLETIONS:
             return "/v1/completions"
-        case Api.CHAT:
+        case Api.CHAT:  # pragma: no branch
             return "/v1/chat/completions"
 
 

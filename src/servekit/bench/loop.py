@@ -35,7 +35,7 @@ def resolve(kind: LoopKind) -> LoopKind:
                     hint="pip install 'servekit[bench]' or use --loop asyncio",
                 )
             return kind
-        case LoopKind.ASYNCIO:
+        case LoopKind.ASYNCIO:  # pragma: no branch
             return kind
 
 

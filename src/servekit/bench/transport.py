@@ -293,8 +293,8 @@ class _Connection(asyncio.Protocol):
 
     def _watch(self) -> None:
         exchange = self.exchange
-        if exchange is None:
-            return
+        # _complete cancels the one pending check, so a check never runs between exchanges
+        assert exchange is not None
         now = time.perf_counter()
         idle = now - self.last
         overdue = self._overdue(exchange, now) if idle < self.timeout_s else None

@@ -24,7 +24,7 @@ def _dtype_bytes(arch: Architecture, dtype: KvDtype) -> int:
     match dtype:
         case KvDtype.FP8:
             return 1
-        case KvDtype.AUTO:
+        case KvDtype.AUTO:  # pragma: no branch
             return arch.dtype_bytes
 
 

@@ -10,6 +10,7 @@ are those of every other Hub call. Errors are translated by
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,13 @@ def fetch(repo: str, commit: str, *, hub: Hub, cache_dir: Path | None = None) ->
 
 
 def _default_cache() -> Path:
+    """The Hub cache as the environment names it now (``HF_HUB_CACHE``, then ``HF_HOME``):
+    huggingface_hub reads both once, when it is first imported, so a later change of either
+    would otherwise be ignored and headers land in (or come from) another cache."""
+    if cache := os.environ.get("HF_HUB_CACHE"):
+        return Path(cache)
+    if home := os.environ.get("HF_HOME"):
+        return Path(home) / "hub"
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE)

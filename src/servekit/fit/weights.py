@@ -119,7 +119,9 @@ def share(cls: TensorClass, tensor: Tensor, arch: Architecture, layout: Parallel
             return _expert_share(arch, layout)
         case TensorClass.REPLICATED:
             return 1.0
-        case TensorClass.NOT_LOADED | TensorClass.ENGINE_COPY | TensorClass.ROPE_CACHE:
+        case (
+            TensorClass.NOT_LOADED | TensorClass.ENGINE_COPY | TensorClass.ROPE_CACHE
+        ):  # pragma: no branch
             return 0.0
 
 

@@ -59,7 +59,7 @@ class GroupSummary:
                 return self.total_output_tokens / self.duration_s
             case Metric.TOTAL_TOKEN_THROUGHPUT:
                 return (self.total_input_tokens + self.total_output_tokens) / self.duration_s
-            case Metric.TTFT | Metric.TPOT | Metric.ITL | Metric.E2EL:
+            case Metric.TTFT | Metric.TPOT | Metric.ITL | Metric.E2EL:  # pragma: no branch
                 raise ValueError(f"{metric} is not a throughput")
 
     def samples(self, metric: Metric) -> tuple[float, ...]:
@@ -72,7 +72,7 @@ class GroupSummary:
                 return self.itl_ms
             case Metric.E2EL:
                 return self.e2el_ms
-            case (
+            case (  # pragma: no branch
                 Metric.REQUEST_THROUGHPUT | Metric.OUTPUT_THROUGHPUT | Metric.TOTAL_TOKEN_THROUGHPUT
             ):
                 raise ValueError(f"{metric} is a throughput, not a per-request sample")
@@ -88,7 +88,7 @@ def statistic(samples: Sequence[float], stat: Statistic) -> float:
             return float(arr.mean())
         case Statistic.MEDIAN | Statistic.P50 | Statistic.P90 | Statistic.P95 | Statistic.P99:
             return float(np.percentile(arr, _PERCENTILE[stat], method="linear"))
-        case Statistic.VALUE:
+        case Statistic.VALUE:  # pragma: no branch
             raise ValueError("'value' applies to throughputs only")
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from servekit import progress
-from servekit.errors import FileChangedError, MissingFileError
+from servekit.errors import FileChangedError
 from servekit.package.files import PACKAGE_FILE, PIN_FILE
 from servekit.package.load import parse_package
 from servekit.package.models import ModelPin
@@ -105,10 +105,7 @@ def expected_from_kit(path: Path, trust: TrustStore) -> Expected:
     verified = verify_kit(path, trust)
     kit = verified.contents
     text = _kit_text(kit, PACKAGE_FILE)
-    if text is None:  # verify_kit has required it; kept so this never reads None
-        raise MissingFileError(
-            "the kit holds no package.yaml", file=PACKAGE_FILE, expected="present", actual="absent"
-        )
+    assert text is not None  # verify_kit has required and parsed it
     model = parse_package(Path(PACKAGE_FILE), text).model
     pin_text = _kit_text(kit, PIN_FILE)
     pin = None if pin_text is None else package_pin_of(model, pin_text, f"{path}:{PIN_FILE}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.package.rules.helpers import Definition, Lines, fired
+from tests.package.rules.helpers import Definition, Lines, fired, report
 
 CONTROL = {
     "name": "same-server",
@@ -150,3 +150,34 @@ def test_sk109_control_that_agrees_no_better_than_the_cross_server_score(tmp_pat
 def test_sk107_recovery_over_a_zero_baseline(tmp_path: Path) -> None:
     scores = {"baseline": 0.0, "optimized": 0.5, "recovery_pct": 99.5, "delta": 0.5}
     assert "SK107" in fired(tmp_path, lambda d: d["accuracy"].update(scores))
+
+
+# --- what each refusal says ------------------------------------------------------------
+
+SCORES = {"baseline": 80.0, "optimized": 79.0}
+
+
+def _says(root: Path, rule: str, mutate: Any) -> list[str]:
+    return [v.message for v in report(root, mutate).violations if v.rule == rule]
+
+
+def test_sk107_a_recovery_that_is_not_the_ratio_of_the_scores(tmp_path: Path) -> None:
+    mutate = lambda d: d["accuracy"].update(SCORES, recovery_pct=99.5)  # noqa: E731
+    assert "recovery 99.5 % is not optimized/baseline = 98.75 %" in _says(tmp_path, "SK107", mutate)
+
+
+def test_sk107_a_delta_that_is_not_the_difference_of_the_scores(tmp_path: Path) -> None:
+    mutate = lambda d: d["accuracy"].update(SCORES, recovery_pct=98.75, delta=-2.0)  # noqa: E731
+    assert _says(tmp_path, "SK107", mutate) == ["delta -2 is not optimized - baseline"]
+
+
+def test_sk107_no_scores_need_a_reason(tmp_path: Path) -> None:
+    mutate = lambda d: d["accuracy"].update(absent_reason=None)  # noqa: E731
+    assert any("no reason given" in m for m in _says(tmp_path, "SK107", mutate))
+
+
+def test_sk108_by_construction_with_runtime_stages_applied(tmp_path: Path) -> None:
+    stages = {**BY_CONSTRUCTION, "runtime_stages_applied": ["fp8 kv cache"]}
+    mutate = lambda d: d["accuracy"].update(stages)  # noqa: E731
+    messages = _says(tmp_path, "SK108", mutate)
+    assert any("stages are applied: fp8 kv cache" in m for m in messages)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.package.factories import default_runs
-from tests.package.rules.helpers import Definition, figure, fired, node_value
+from tests.package.rules.helpers import Definition, figure, fired, node_value, report
 
 REPORTED = {
     "provenance": "reported",
@@ -150,3 +150,47 @@ def test_sk134_source_ran_another_workload_than_the_label(
 ) -> None:
     fig = _reported("rep", "node", 300, "Publisher page", **workload)
     assert "SK134" in fired(tmp_path, lambda d: d["measurements"]["figures"].append(fig))
+
+
+# --- what each refusal says ------------------------------------------------------------
+
+
+def _says(root: Path, rule: str, mutate: Any) -> list[str]:
+    return [v.message for v in report(root, mutate).violations if v.rule == rule]
+
+
+def test_sk102_a_run_the_package_does_not_define_is_named(tmp_path: Path) -> None:
+    mutate = lambda d: figure(d, "ttft-p50-c1").update(runs=["run-a", "run-z"])  # noqa: E731
+    assert any("run-z" in m for m in _says(tmp_path, "SK102", mutate))
+
+
+def test_sk103_a_reported_figure_cannot_name_runs(tmp_path: Path) -> None:
+    mutate = lambda d: figure(d, "ttft-p50-c1").update(**{**REPORTED, "runs": ["run-a"]})  # noqa: E731
+    assert "SK103" in fired(tmp_path, mutate)
+
+
+def test_sk105_a_latency_cannot_have_a_scope(tmp_path: Path) -> None:
+    mutate = lambda d: figure(d, "ttft-p50-c1").update(scope="node")  # noqa: E731
+    (message,) = _says(tmp_path, "SK105", mutate)
+    assert "is a latency and cannot have a scope" in message
+
+
+def test_sk114_the_workload_shown_must_be_defined(tmp_path: Path) -> None:
+    mutate = lambda d: figure(d, "ttft-p50-c1")["measured_on"].update(workload="long")  # noqa: E731
+    assert any("workload 'long' is not defined" in m for m in _says(tmp_path, "SK114", mutate))
+
+
+def test_sk114_the_concurrency_must_be_on_the_workloads_grid(tmp_path: Path) -> None:
+    mutate = lambda d: figure(d, "ttft-p50-c1").update(concurrency=8)  # noqa: E731
+    messages = _says(tmp_path, "SK114", mutate)
+    assert any("concurrency 8 is not in workload" in m for m in messages)
+
+
+def test_sk114_a_figure_shown_on_another_workload_than_its_runs(tmp_path: Path) -> None:
+    def second_workload(d: Definition) -> None:
+        first = d["workloads"][0]
+        d["workloads"].append({**first, "id": "chat-2"})
+        figure(d, "ttft-p50-c1")["measured_on"]["workload"] = "chat-2"
+
+    messages = _says(tmp_path, "SK114", second_workload)
+    assert any("measured workload" in m and "not 'chat-2'" in m for m in messages)

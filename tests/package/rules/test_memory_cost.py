@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.package.rules.helpers import Definition, Lines, figure, fired
+from tests.package.rules.helpers import Definition, Lines, figure, fired, report
 
 RATE = {
     "usd_per_node_hour": 7.0,
@@ -167,3 +167,23 @@ def test_sk111_cost_from_a_simulator_that_names_itself_otherwise(tmp_path: Path)
 def test_sk132_residency_measured_on_nothing(tmp_path: Path) -> None:
     floor = {**FLOOR, "weights_per_gpu_gib": 0.5, "measured_on": "  "}
     assert "SK132" in fired(tmp_path, lambda d: d["hardware"].update(floor=floor))
+
+
+# --- what each refusal says ------------------------------------------------------------
+
+
+def _says(root: Path, rule: str, mutate: Any, **kwargs: Any) -> list[str]:
+    return [v.message for v in report(root, mutate, **kwargs).violations if v.rule == rule]
+
+
+def test_sk110_peak_memory_published_without_a_value(tmp_path: Path) -> None:
+    mutate = lambda d: d.update(peak_memory={"published": True, "source": "measured_profile"})  # noqa: E731
+    assert "peak memory is published without a value" in _says(tmp_path, "SK110", mutate)
+
+
+def test_sk111_cost_from_a_run_on_other_hardware(tmp_path: Path) -> None:
+    def other_gpu(lines: Lines) -> None:
+        lines[0]["hardware"] = "8x B200"
+
+    messages = _says(tmp_path, "SK111", _cost, evidence={"run-a": other_gpu})
+    assert any("run run-a was not measured on the priced" in m for m in messages)

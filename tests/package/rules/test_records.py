@@ -227,3 +227,108 @@ def test_sk118_nan_as_a_string(tmp_path: Path) -> None:
     assert "SK118" in fired(
         tmp_path, evidence={"run-a": lambda ls: measured(ls, 4)[0].update(t_end="NaN")}
     )
+
+
+# --- what each refusal says ------------------------------------------------------------
+
+
+def _messages(root: Path, rule: str, **kwargs: Any) -> list[str]:
+    return [v.message for v in report(root, **kwargs).violations if v.rule == rule]
+
+
+def _edit_first(conc: int, **fields: Any) -> Any:
+    return {"run-a": lambda lines: measured(lines, conc)[0].update(fields)}
+
+
+def test_sk119_a_start_after_the_send_is_named(tmp_path: Path) -> None:
+    def late_start(lines: Lines) -> None:
+        r = measured(lines, 1)[0]
+        r["t_start"] = r["t_send"] + 0.001
+
+    (message,) = _messages(tmp_path, "SK119", evidence={"run-a": late_start})
+    assert "1 record(s) with impossible timing" in message and "is after t_send" in message
+
+
+def test_sk119_the_first_token_must_be_the_first_content_stamp(tmp_path: Path) -> None:
+    def moved(lines: Lines) -> None:
+        r = measured(lines, 1)[0]
+        r["t_first_event"] = r["t_first_content"] = r["t_send"] + 0.001  # before t_content[0]
+
+    (message,) = _messages(tmp_path, "SK119", evidence={"run-a": moved})
+    assert "is not the first content stamp" in message
+
+
+def test_sk119_a_failure_that_never_ended_is_in_order(tmp_path: Path) -> None:
+    def never_ended(lines: Lines) -> None:
+        measured(lines, 4)[-1]["t_end"] = None  # a connect error: no response at all
+
+    assert "SK119" not in fired(tmp_path, runs=FAILED, evidence={"run-a": never_ended})
+
+
+def test_sk119_imported_evidence_may_carry_no_wall_clock(tmp_path: Path) -> None:
+    def no_clock(imported: bool) -> Any:
+        def edit(lines: Lines) -> None:
+            lines[0]["started_at"] = "unknown"
+            if imported:
+                lines[0]["imported_from"] = "vllm bench serve: result.json"
+
+        return edit
+
+    assert "SK119" in fired(tmp_path / "a", evidence={"run-a": no_clock(False)})
+    assert "SK119" not in fired(tmp_path / "b", evidence={"run-a": no_clock(True)})
+
+
+def test_sk120_a_success_without_token_counts_is_refused(tmp_path: Path) -> None:
+    (message,) = _messages(tmp_path, "SK120", evidence=_edit_first(4, requested_output_tokens=None))
+    assert "no requested or received output-token count" in message
+
+
+def test_sk121_distinct_ids_with_identical_times_are_one_request(tmp_path: Path) -> None:
+    def copy_times(lines: Lines) -> None:
+        first, second = measured(lines, 4)[0], measured(lines, 4)[1]
+        for key in ("t_send", "t_end", "t_content"):
+            second[key] = first[key]
+
+    messages = _messages(tmp_path, "SK121", evidence={"run-a": copy_times})
+    assert any("1 record(s) repeating another's send, end and token times" in m for m in messages)
+
+
+def test_sk122_a_workload_that_disagrees_with_requests_sent(tmp_path: Path) -> None:
+    def more_asked(lines: Lines) -> None:
+        lines[0]["workload"]["requests"] += 1
+
+    (message,) = _messages(tmp_path, "SK122", evidence={"run-a": more_asked})
+    assert "the header's workload asks for" in message and "requests_sent says" in message
+
+
+def test_sk123_a_warmup_sent_in_a_later_position_is_refused(tmp_path: Path) -> None:
+    def swap_seq(lines: Lines) -> None:
+        warm = next(r for r in lines[1:] if r["concurrency"] == 4 and r["warmup"])
+        first = measured(lines, 4)[0]
+        warm["seq"], first["seq"] = first["seq"], warm["seq"]
+
+    messages = _messages(tmp_path, "SK123", evidence={"run-a": swap_seq})
+    assert any("a warmup's send position follows a measured request's" in m for m in messages)
+
+
+def test_sk121_records_of_another_run_are_named(tmp_path: Path) -> None:
+    messages = _messages(tmp_path, "SK121", evidence=_edit_first(4, run="run-b"))
+    assert any("records of run(s) run-b in run run-a" in m for m in messages)
+
+
+def test_sk122_an_id_that_contradicts_its_record(tmp_path: Path) -> None:
+    def relabel(lines: Lines) -> None:
+        r = measured(lines, 4)[0]
+        r["id"] = r["id"].replace("-c4-", "-c1-")
+
+    messages = _messages(tmp_path, "SK122", evidence={"run-a": relabel})
+    assert any("is labelled concurrency 4, warmup False" in m for m in messages)
+
+
+def test_sk122_without_a_workload_the_send_positions_still_count(tmp_path: Path) -> None:
+    def no_workload_no_seq(lines: Lines) -> None:
+        del lines[0]["workload"]
+        measured(lines, 4)[0]["seq"] = None
+
+    (message,) = _messages(tmp_path, "SK122", evidence={"run-a": no_workload_no_seq})
+    assert "1 record(s) have no send position (seq)" in message

@@ -330,3 +330,46 @@ def test_sk124_model_loaded_from_a_local_download_passes(tmp_path: Path) -> None
         ]
 
     assert "SK124" not in fired(tmp_path, evidence={"run-b": local})
+
+
+# --- what each refusal says ------------------------------------------------------------
+
+
+def _says(root: Path, rule: str, **kwargs: Any) -> list[str]:
+    return [v.message for v in report(root, **kwargs).violations if v.rule == rule]
+
+
+def test_sk115_a_run_of_an_undefined_workload(tmp_path: Path) -> None:
+    def undefined(d: Definition) -> None:
+        run_def(d, "run-b")["workload"] = "long"
+
+    assert any(
+        "workload 'long' is not defined" in m for m in _says(tmp_path, "SK115", mutate=undefined)
+    )
+
+
+def test_sk115_a_run_on_fewer_gpus_than_the_target(tmp_path: Path) -> None:
+    def one_gpu(lines: Lines) -> None:
+        lines[0]["gpus"] = 1
+
+    messages = _says(tmp_path, "SK115", evidence={"run-a": one_gpu})
+    assert any("was run on 1 GPUs, the target has" in m for m in messages)
+
+
+def test_sk115_concurrencies_the_workload_does_not_declare(tmp_path: Path) -> None:
+    def only_c1(d: Definition) -> None:
+        d["workloads"][0]["concurrencies"] = [1]
+        d["measurements"]["figures"] = [
+            f for f in d["measurements"]["figures"] if f["concurrency"] == 1
+        ]
+
+    messages = _says(tmp_path, "SK115", mutate=only_c1)
+    assert any("holds concurrencies [4] that workload" in m for m in messages)
+
+
+def test_sk125_a_request_for_another_output_length(tmp_path: Path) -> None:
+    def longer(lines: Lines) -> None:
+        measured(lines, 4)[0]["requested_output_tokens"] = 64
+
+    messages = _says(tmp_path, "SK125", evidence={"run-a": longer})
+    assert any("requested 64 output tokens" in m for m in messages)

@@ -10,7 +10,7 @@ import pytest
 
 from servekit.package.models import Metric, Statistic
 from tests.package.factories import recompute, synthetic_records
-from tests.package.rules.helpers import Definition, Lines, figure, fired, run_def
+from tests.package.rules.helpers import Definition, Lines, figure, fired, report, run_def
 
 RUNS = {
     "run-a": synthetic_records("run-a", seed=7, number=1),
@@ -162,3 +162,26 @@ def test_sk131_naming_flags_may_differ_from_the_optimized_run(tmp_path: Path) ->
     own_port = _argv("--port", "8001", "--served-model-name", "stock")
     evidence = {"base-a": own_port, "base-b": own_port}
     assert "SK131" not in fired(tmp_path, with_speedup, RUNS, evidence=evidence)
+
+
+# --- what each refusal says ------------------------------------------------------------
+
+
+def _says(root: Path, rule: str, mutate: Any, **kwargs: Any) -> list[str]:
+    return [v.message for v in report(root, mutate, RUNS, **kwargs).violations if v.rule == rule]
+
+
+def test_sk106_a_speedup_over_a_figure_that_does_not_exist(tmp_path: Path) -> None:
+    mutate = lambda d: with_speedup(d, baseline="ttft-p50-c1-old")  # noqa: E731
+    messages = _says(tmp_path, "SK106", mutate)
+    assert messages == ["speedup 'ttft' names a figure or baseline that does not exist"]
+
+
+def test_sk106_a_speedup_over_another_metric(tmp_path: Path) -> None:
+    mutate = lambda d: with_speedup(d, baseline="e2el-p99-c4")  # noqa: E731
+    assert any("compares figures from different" in m for m in _says(tmp_path, "SK106", mutate))
+
+
+def test_sk106_a_stated_percentage_the_figures_do_not_give(tmp_path: Path) -> None:
+    mutate = lambda d: with_speedup(d, value_pct=99.0)  # noqa: E731
+    assert any("states 99 % but the figures give" in m for m in _says(tmp_path, "SK106", mutate))

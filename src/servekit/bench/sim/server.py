@@ -322,7 +322,10 @@ class _App:
 
 
 def _output_tokens(config: SimConfig, body: dict[str, Any]) -> int:
-    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+    requested = body.get("max_tokens")
+    if requested is None:
+        requested = body.get("max_completion_tokens")
+    max_tokens = 16 if requested is None else int(requested)  # 0 is refused, not defaulted
     if max_tokens < 1:
         raise _HttpError(400, "max_tokens must be at least 1")
     min_tokens = int(body.get("min_tokens") or 0)
