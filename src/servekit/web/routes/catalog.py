@@ -1,10 +1,16 @@
-"""The catalog and package pages, their charts and the files their figures link to."""
+"""The catalog and package pages, their charts and the files their figures link to.
+
+The two pages are async: a request whose catalog is unchanged (``StoreCatalog.unchanged``)
+and whose page is in the page cache is answered on the event loop, with no hop to a worker
+thread; asking the store, loading a catalog and rendering a page run in a thread.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
@@ -17,6 +23,7 @@ from servekit.catalog.publish import CatalogSource
 from servekit.errors import NotFoundError
 from servekit.web.cache import PageCache
 from servekit.web.links import LiveLinks
+from servekit.web.storecatalog import StoreCatalog
 
 router = APIRouter()
 LINKS = LiveLinks()
@@ -27,11 +34,24 @@ def _catalog(request: Request) -> Catalog:
     return source.current()
 
 
-def _page(
+async def _catalog_async(request: Request) -> Catalog:
+    source: CatalogSource = request.app.state.catalog
+    if isinstance(source, StoreCatalog):
+        catalog = source.unchanged()
+        if catalog is not None:
+            return catalog
+    return await anyio.to_thread.run_sync(source.current)
+
+
+async def _page(
     request: Request, catalog: Catalog, key: tuple[object, ...], render: Callable[[], str]
 ) -> HTMLResponse:
     cache: PageCache = request.app.state.pages
-    return HTMLResponse(cache.get(catalog, key, render))
+    page = cache.get(catalog, key)
+    if page is None:
+        page = (await anyio.to_thread.run_sync(render)).encode()
+        cache.put(catalog, key, page)
+    return HTMLResponse(page)
 
 
 def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
@@ -45,7 +65,7 @@ def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
 
 
 @router.get("/", response_class=HTMLResponse)
-def catalog_page(
+async def catalog_page(
     request: Request,
     gpu: str = "",
     engine: str = "",
@@ -54,24 +74,24 @@ def catalog_page(
 ) -> HTMLResponse:
     """The catalog: one card per published package version, filtered and paginated."""
     query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
-    catalog = _catalog(request)
+    catalog = await _catalog_async(request)
 
     def render() -> str:
         return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
 
-    return _page(request, catalog, ("index", query), render)
+    return await _page(request, catalog, ("index", query), render)
 
 
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
-def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
+async def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
     """Everything about one package version, from its definition."""
-    catalog = _catalog(request)  # once: each look asks the store for its publication state
+    catalog = await _catalog_async(request)
     entry = _entry(catalog, package_id, version)
 
     def render() -> str:
         return render_package(package_page(catalog, entry), LINKS, live=True)
 
-    return _page(request, catalog, ("package", package_id, version), render)
+    return await _page(request, catalog, ("package", package_id, version), render)
 
 
 @router.get("/packages/{package_id}/{version}/chart.svg")
