@@ -67,9 +67,7 @@ def test_api_and_its_openapi_document_are_mounted(base_url: str) -> None:
 
 def test_unchanged_needs_no_query_until_another_connection_commits(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    store_publish(
-        [make_variant(tmp_path / "v1", pkg_id="tiny-test", version="1.0.0", usd=0)], home
-    )
+    store_publish([make_variant(tmp_path / "v1", pkg_id="tiny-test", version="1.0.0", usd=0)], home)
     store = open_store(Settings(home=home))
     try:
         source = StoreCatalog(store)

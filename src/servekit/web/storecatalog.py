@@ -23,12 +23,13 @@ started: there is no time-to-live. How each request finds out:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from threading import Lock
 
 from servekit.catalog.pages import Catalog
-from servekit.catalog.publish import generation, load_published
+from servekit.catalog.publish import GENERATION, generation, load_published, published_root
 from servekit.store import publishing
 from servekit.store.db import Store
 
@@ -50,6 +51,19 @@ class DataVersion:
         return int(row[0])
 
 
+def _read_small(path: str) -> bytes:
+    """The first 256 bytes of ``path`` (b'' if it is missing): the generation, read with
+    two system calls rather than ``Path.read_text``'s buffered text stack."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return b""
+    try:
+        return os.read(fd, 256)
+    finally:
+        os.close(fd)
+
+
 def _data_version(store: Store) -> DataVersion | None:
     url = store.engine.url
     if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
@@ -64,17 +78,19 @@ class StoreCatalog:
     store: Store
     _state: tuple[object, ...] | None = None
     _catalog: Catalog | None = None
-    _seen: tuple[int, str] | None = None  # (data_version, generation) at the last check
+    _seen: tuple[int, bytes] | None = None  # (data_version, generation) at the last check
     _lock: Lock = field(default_factory=Lock)
     _version: DataVersion | None = field(init=False, default=None)
+    _generation_file: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
         self._version = _data_version(self.store)
+        self._generation_file = str(published_root(self.store.home) / GENERATION)
 
-    def _marks(self) -> tuple[int, str] | None:
+    def _marks(self) -> tuple[int, bytes] | None:
         if self._version is None:
             return None
-        return self._version(), generation(self.store.home)
+        return self._version(), _read_small(self._generation_file)
 
     def unchanged(self) -> Catalog | None:
         """The catalog in memory if nothing was committed or published since the last

@@ -2,17 +2,24 @@
 
 The two pages are async: a request whose catalog is unchanged (``StoreCatalog.unchanged``)
 and whose page is in the page cache is answered on the event loop, with no hop to a worker
-thread; asking the store, loading a catalog and rendering a page run in a thread.
+thread; asking the store, loading a catalog and rendering a page run in a thread. Such a
+request does not even reach the router: :class:`CachedPages`, the innermost middleware
+(inside the secure headers, the session and the CSRF check, which all still run), answers
+it with the kept bytes. Everything else (a miss, a changed catalog, an odd query) goes on
+to the routes below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated
+import re
+from collections.abc import Callable, Hashable
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from servekit.catalog import Catalog, Entry, package_page, render_index, render_package
 from servekit.catalog import Query as CatalogQuery
@@ -27,6 +34,61 @@ from servekit.web.storecatalog import StoreCatalog
 
 router = APIRouter()
 LINKS = LiveLinks()
+MAX_PAGE = 1_000_000
+_PAGE_NUMBER = re.compile(r"[1-9][0-9]{0,6}")  # what the route takes, in canonical form
+
+
+def _index_key(gpu: str, engine: str, model: str, page: int) -> Hashable:
+    return ("index", gpu, engine, model, page)
+
+
+def _package_key(package_id: str, version: str) -> Hashable:
+    return ("package", package_id, version)
+
+
+def _cache_key(scope: Scope) -> Hashable | None:
+    """The page cache's key for a request the page routes would answer, as they would
+    parse it (a query value given twice: the last one, as FastAPI takes it); None when
+    unsure, and the router decides."""
+    if scope["method"] != "GET" or scope.get("root_path"):
+        return None
+    path: str = scope["path"]
+    if path == "/":
+        params = QueryParams(scope["query_string"])
+        page = params.get("page", "1")
+        if not _PAGE_NUMBER.fullmatch(page) or int(page) > MAX_PAGE:
+            return None
+        gpu, engine, model = (params.get(k, "") for k in ("gpu", "engine", "model"))
+        return _index_key(gpu, engine, model, int(page))
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "packages" and parts[2] and parts[3]:
+        return _package_key(parts[2], parts[3])
+    return None
+
+
+class CachedPages:
+    """Answers a catalog or package page from the page cache, before the router, when
+    the store says nothing changed; anything else goes on to ``app``."""
+
+    def __init__(self, app: ASGIApp, state: Any) -> None:
+        self.app = app
+        self.state = state  # the app's state: its catalog source and page cache
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = _cache_key(scope) if scope["type"] == "http" else None
+        source = self.state.catalog
+        if key is not None and isinstance(source, StoreCatalog):
+            catalog = source.unchanged()
+            page = None if catalog is None else self.state.pages.get(catalog, key)
+            if page is not None:
+                headers = [
+                    (b"content-length", str(len(page)).encode()),
+                    (b"content-type", b"text/html; charset=utf-8"),
+                ]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": page})
+                return
+        await self.app(scope, receive, send)
 
 
 def _catalog(request: Request) -> Catalog:
@@ -44,7 +106,7 @@ async def _catalog_async(request: Request) -> Catalog:
 
 
 async def _page(
-    request: Request, catalog: Catalog, key: tuple[object, ...], render: Callable[[], str]
+    request: Request, catalog: Catalog, key: Hashable, render: Callable[[], str]
 ) -> HTMLResponse:
     cache: PageCache = request.app.state.pages
     page = cache.get(catalog, key)
@@ -70,7 +132,7 @@ async def catalog_page(
     gpu: str = "",
     engine: str = "",
     model: str = "",
-    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
     """The catalog: one card per published package version, filtered and paginated."""
     query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
@@ -79,7 +141,7 @@ async def catalog_page(
     def render() -> str:
         return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
 
-    return await _page(request, catalog, ("index", query), render)
+    return await _page(request, catalog, _index_key(gpu, engine, model, page), render)
 
 
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
@@ -91,7 +153,7 @@ async def package_view(request: Request, package_id: str, version: str) -> HTMLR
     def render() -> str:
         return render_package(package_page(catalog, entry), LINKS, live=True)
 
-    return await _page(request, catalog, ("package", package_id, version), render)
+    return await _page(request, catalog, _package_key(package_id, version), render)
 
 
 @router.get("/packages/{package_id}/{version}/chart.svg")
