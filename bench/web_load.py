@@ -13,8 +13,9 @@ Steps:
      of an hour on 2 cores, and no page reads a kit;
   3. export the static catalog of the same versions (timed; the figure the issue targets);
   4. serve the live app as ``servekit serve`` does (uvicorn, 1 worker, the app factory
-     ``servekit.web.app:create_app``, pages read through the store: ``StoreCatalog``, one
-     aggregate query per request) and the export (``http.server``, threaded, keep-alive,
+     ``servekit.web.app:create_app``, pages read through the store: ``StoreCatalog``,
+     which checks SQLite's data_version and the publish generation on every request and
+     queries the store when either moved) and the export (``http.server``, threaded, keep-alive,
      ``TCP_NODELAY``, a listen backlog that holds every client), each in its own process
      on a loopback port;
   5. wrk (Debian package ``wrk``) holds 16 connections and fetches the catalog page

@@ -7,17 +7,14 @@ from servekit.web.cache import PageCache
 
 
 def test_reuses_until_the_catalog_changes() -> None:
-    cache, calls = PageCache(maxsize=2), []
-
-    def render(text: str) -> str:
-        calls.append(text)
-        return text
-
+    cache = PageCache(maxsize=2)
     first, second = Catalog([]), Catalog([])
-    assert cache.get(first, "a", lambda: render("a1")) == "a1"
-    assert cache.get(first, "a", lambda: render("a2")) == "a1"  # hit
-    assert cache.get(second, "a", lambda: render("a3")) == "a3"  # a publish: all dropped
-    cache.get(second, "b", lambda: render("b"))
-    cache.get(second, "c", lambda: render("c"))  # evicts "a", the least recently used
-    assert cache.get(second, "a", lambda: render("a4")) == "a4"
-    assert calls == ["a1", "a3", "b", "c", "a4"]
+    assert cache.get(first, "a") is None
+    cache.put(first, "a", b"a1")
+    assert cache.get(first, "a") == b"a1"  # hit
+    assert cache.get(second, "a") is None  # a publish: all dropped
+    cache.put(first, "a", b"stale")  # rendered from the old catalog: not kept
+    assert cache.get(second, "a") is None
+    for key in ("a", "b", "c"):  # "c" evicts "a", the least recently used
+        cache.put(second, key, key.encode())
+    assert [cache.get(second, k) for k in ("a", "b", "c")] == [None, b"b", b"c"]

@@ -126,6 +126,28 @@ def test_secure_headers(base_url: str, path: str) -> None:
     assert "server" not in headers or "uvicorn" not in headers["server"]
 
 
+@pytest.mark.parametrize(
+    ("cached", "routed"),
+    [
+        ("/", "/?page=01"),  # the cache answers canonical page numbers; the router the rest
+        ("/?gpu=H200&page=1", "/?gpu=H200&page=+1"),
+        ("/packages/tiny-sim/0.1.0", "/packages/tiny-sim/0.1.0?x=1"),
+    ],
+)
+def test_a_page_from_the_cache_is_the_page_from_the_route(
+    base_url: str, cached: str, routed: str
+) -> None:
+    with httpx.Client(base_url=base_url) as client:
+        client.get(cached)  # now kept in the page cache
+        hit, through = client.get(cached), client.get(routed)
+    assert hit.status_code == through.status_code == 200
+    assert hit.content == through.content
+    assert {k: v for k, v in hit.headers.items() if k != "date"} == {
+        k: v for k, v in through.headers.items() if k != "date"
+    }
+    assert hit.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
 def test_bad_page_number_is_refused(base_url: str) -> None:
     assert httpx.get(base_url + "/", params={"page": "0"}).status_code == 422
     last = httpx.get(base_url + "/", params={"page": "99"}).text

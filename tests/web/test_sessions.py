@@ -48,6 +48,11 @@ async def _journey(home: Path) -> None:
         for attribute in ("httponly", "secure", "samesite=lax", "path=/"):
             assert attribute in cookie.lower(), attribute
 
+        for _ in range(2):  # a page from the router, then the same page from the cache
+            catalog = await client.get("/")
+            assert catalog.status_code == 200 and "content-security-policy" in catalog.headers
+            assert "set-cookie" not in catalog.headers  # the page leaves the session as it is
+
         ok = await client.post("/test/echo", data={"item": "book", "csrf_token": token})
         assert (ok.status_code, ok.text) == (200, "got book")  # the body reached the route
         header = await client.post(

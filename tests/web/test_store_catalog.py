@@ -9,7 +9,9 @@ import httpx
 
 from servekit.catalog.publish import publish
 from servekit.config import Settings
+from servekit.store.db import open_store
 from servekit.store.operator import retract_version
+from servekit.web.storecatalog import StoreCatalog
 from tests.package.factories import edit_definition, write_package
 from tests.store.conftest import make_variant
 from tests.web.server import serving, store_publish
@@ -61,3 +63,28 @@ def test_api_and_its_openapi_document_are_mounted(base_url: str) -> None:
     assert answer.headers["content-type"].startswith("application/problem+json")
     # forms are still checked
     assert httpx.post(base_url + "/", data={"a": "b"}).status_code == 403
+
+
+def test_unchanged_needs_no_query_until_another_connection_commits(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    store_publish([make_variant(tmp_path / "v1", pkg_id="tiny-test", version="1.0.0", usd=0)], home)
+    store = open_store(Settings(home=home))
+    try:
+        source = StoreCatalog(store)
+        assert source.unchanged() is None  # nothing checked yet
+        first = source.current()
+        assert source.unchanged() is first
+        assert source.current() is first  # same publication state: the same object
+        # a retraction through another engine (as another worker or host would)
+        retract_version(Settings(home=home), "tiny-test", "1.0.0", "wrong node pinned")
+        assert source.unchanged() is None
+        second = source.current()
+        assert second is not first and ("tiny-test", "1.0.0") in second.retracted
+        assert source.unchanged() is second
+        # a publish to the file catalog alone moves the generation
+        other = tmp_path / "other"
+        write_package(other)
+        publish([other], home)
+        assert source.unchanged() is None
+    finally:
+        store.engine.dispose()

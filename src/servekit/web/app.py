@@ -116,7 +116,8 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     app.include_router(store.router, include_in_schema=False)
     app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
-    # outermost last: secure headers, then the session cookie, then the CSRF check
+    # outermost last: secure headers, the session cookie, the CSRF check, cached pages
+    app.add_middleware(catalog.CachedPages, state=app.state)
     app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
     app.add_middleware(
         SessionMiddleware,

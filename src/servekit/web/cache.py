@@ -1,16 +1,17 @@
 """Rendered pages, kept per worker until the next publish.
 
 A catalog or package page is a pure function of the published catalog and the request's
-path and query, so each worker keeps the HTML it rendered and drops all of it when the
-published catalog changes (``PublishedCatalog`` reloads on a new generation, which every
-worker sees). Bounded: the least recently used page goes first. Nothing in it is state
-another worker needs: a miss only costs a render.
+path and query, so each worker keeps the page it rendered, encoded and ready to send, and
+drops all of them when the published catalog changes (the source returns a new
+``Catalog`` object, which every worker sees on its next request). Bounded: the least
+recently used page goes first. Nothing in it is state another worker needs: a miss only
+costs a render.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from threading import Lock
 
 from servekit.catalog import Catalog
@@ -19,12 +20,12 @@ from servekit.catalog import Catalog
 class PageCache:
     def __init__(self, maxsize: int = 1024) -> None:
         self.maxsize = maxsize
-        self._pages: OrderedDict[Hashable, str] = OrderedDict()
+        self._pages: OrderedDict[Hashable, bytes] = OrderedDict()
         self._catalog: Catalog | None = None
         self._lock = Lock()
 
-    def get(self, catalog: Catalog, key: Hashable, render: Callable[[], str]) -> str:
-        """The page for ``key`` rendered from ``catalog``; renders it on a miss."""
+    def get(self, catalog: Catalog, key: Hashable) -> bytes | None:
+        """The page for ``key`` rendered from ``catalog``, or None if none is kept."""
         with self._lock:
             if catalog is not self._catalog:
                 self._pages.clear()
@@ -32,11 +33,12 @@ class PageCache:
             page = self._pages.get(key)
             if page is not None:
                 self._pages.move_to_end(key)
-                return page
-        page = render()
+            return page
+
+    def put(self, catalog: Catalog, key: Hashable, page: bytes) -> None:
+        """Keep ``page``, rendered from ``catalog`` (unless a newer catalog came since)."""
         with self._lock:
             if catalog is self._catalog:
                 self._pages[key] = page
                 if len(self._pages) > self.maxsize:
                     self._pages.popitem(last=False)
-        return page

@@ -1,12 +1,25 @@
-"""The catalog and package pages, their charts and the files their figures link to."""
+"""The catalog and package pages, their charts and the files their figures link to.
+
+The two pages are async: a request whose catalog is unchanged (``StoreCatalog.unchanged``)
+and whose page is in the page cache is answered on the event loop, with no hop to a worker
+thread; asking the store, loading a catalog and rendering a page run in a thread. Such a
+request does not even reach the router: :class:`CachedPages`, the innermost middleware
+(inside the secure headers, the session and the CSRF check, which all still run), answers
+it with the kept bytes. Everything else (a miss, a changed catalog, an odd query) goes on
+to the routes below.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated
+import re
+from collections.abc import Callable, Hashable
+from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from servekit.catalog import Catalog, Entry, package_page, render_index, render_package
 from servekit.catalog import Query as CatalogQuery
@@ -17,9 +30,65 @@ from servekit.catalog.publish import CatalogSource
 from servekit.errors import NotFoundError
 from servekit.web.cache import PageCache
 from servekit.web.links import LiveLinks
+from servekit.web.storecatalog import StoreCatalog
 
 router = APIRouter()
 LINKS = LiveLinks()
+MAX_PAGE = 1_000_000
+_PAGE_NUMBER = re.compile(r"[1-9][0-9]{0,6}")  # what the route takes, in canonical form
+
+
+def _index_key(gpu: str, engine: str, model: str, page: int) -> Hashable:
+    return ("index", gpu, engine, model, page)
+
+
+def _package_key(package_id: str, version: str) -> Hashable:
+    return ("package", package_id, version)
+
+
+def _cache_key(scope: Scope) -> Hashable | None:
+    """The page cache's key for a request the page routes would answer, as they would
+    parse it (a query value given twice: the last one, as FastAPI takes it); None when
+    unsure, and the router decides."""
+    if scope["method"] != "GET" or scope.get("root_path"):
+        return None
+    path: str = scope["path"]
+    if path == "/":
+        params = QueryParams(scope["query_string"])
+        page = params.get("page", "1")
+        if not _PAGE_NUMBER.fullmatch(page) or int(page) > MAX_PAGE:
+            return None
+        gpu, engine, model = (params.get(k, "") for k in ("gpu", "engine", "model"))
+        return _index_key(gpu, engine, model, int(page))
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "packages" and parts[2] and parts[3]:
+        return _package_key(parts[2], parts[3])
+    return None
+
+
+class CachedPages:
+    """Answers a catalog or package page from the page cache, before the router, when
+    the store says nothing changed; anything else goes on to ``app``."""
+
+    def __init__(self, app: ASGIApp, state: Any) -> None:
+        self.app = app
+        self.state = state  # the app's state: its catalog source and page cache
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = _cache_key(scope) if scope["type"] == "http" else None
+        source = self.state.catalog
+        if key is not None and isinstance(source, StoreCatalog):
+            catalog = source.unchanged()
+            page = None if catalog is None else self.state.pages.get(catalog, key)
+            if page is not None:
+                headers = [
+                    (b"content-length", str(len(page)).encode()),
+                    (b"content-type", b"text/html; charset=utf-8"),
+                ]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": page})
+                return
+        await self.app(scope, receive, send)
 
 
 def _catalog(request: Request) -> Catalog:
@@ -27,11 +96,24 @@ def _catalog(request: Request) -> Catalog:
     return source.current()
 
 
-def _page(
-    request: Request, catalog: Catalog, key: tuple[object, ...], render: Callable[[], str]
+async def _catalog_async(request: Request) -> Catalog:
+    source: CatalogSource = request.app.state.catalog
+    if isinstance(source, StoreCatalog):
+        catalog = source.unchanged()
+        if catalog is not None:
+            return catalog
+    return await anyio.to_thread.run_sync(source.current)
+
+
+async def _page(
+    request: Request, catalog: Catalog, key: Hashable, render: Callable[[], str]
 ) -> HTMLResponse:
     cache: PageCache = request.app.state.pages
-    return HTMLResponse(cache.get(catalog, key, render))
+    page = cache.get(catalog, key)
+    if page is None:
+        page = (await anyio.to_thread.run_sync(render)).encode()
+        cache.put(catalog, key, page)
+    return HTMLResponse(page)
 
 
 def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
@@ -45,33 +127,33 @@ def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
 
 
 @router.get("/", response_class=HTMLResponse)
-def catalog_page(
+async def catalog_page(
     request: Request,
     gpu: str = "",
     engine: str = "",
     model: str = "",
-    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
     """The catalog: one card per published package version, filtered and paginated."""
     query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
-    catalog = _catalog(request)
+    catalog = await _catalog_async(request)
 
     def render() -> str:
         return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
 
-    return _page(request, catalog, ("index", query), render)
+    return await _page(request, catalog, _index_key(gpu, engine, model, page), render)
 
 
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
-def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
+async def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
     """Everything about one package version, from its definition."""
-    catalog = _catalog(request)  # once: each look asks the store for its publication state
+    catalog = await _catalog_async(request)
     entry = _entry(catalog, package_id, version)
 
     def render() -> str:
         return render_package(package_page(catalog, entry), LINKS, live=True)
 
-    return _page(request, catalog, ("package", package_id, version), render)
+    return await _page(request, catalog, _package_key(package_id, version), render)
 
 
 @router.get("/packages/{package_id}/{version}/chart.svg")
