@@ -216,7 +216,7 @@ def test_a_missing_field_of_a_list_item_points_at_the_item(pkg: Path) -> None:
         load_package(pkg)
     (problem,) = info.value.problems
     assert problem.field == "measurements.runs[1].file"
-    assert problem.message == "required field is missing"
+    assert problem.message == "is required"
     assert problem.line == _line_of(pkg, "id: run-b")
 
 

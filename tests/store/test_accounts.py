@@ -43,7 +43,7 @@ def test_emails_are_unique_whatever_their_case(db: Session) -> None:
 def test_an_unknown_email_says_how_to_create_the_user(db: Session) -> None:
     with pytest.raises(StoreNotFoundError, match=r"no user nobody@x\.test") as info:
         accounts.user_id_by_email("nobody@x.test", session=db)
-    assert "servekit store user add" in str(info.value.hint)
+    assert "servekit store add-user EMAIL" in str(info.value.hint)
 
 
 @pytest.mark.parametrize("slug", ["A", "Acme", "-acme", "acme_corp", "a" * 64])
