@@ -28,19 +28,11 @@ from tests.functional.helpers import EXAMPLES, SERVEKIT, servekit
 from tests.functional.test_cli_bench import VLLM_RESULT
 from tests.functional.test_cli_store import api_server
 from tests.hubserver import HubServer, hub_server
-from tests.replay.conftest import (
-    Keys,
-    keys,
-    kit,
-    package_dir,
-    recorded_model,
-    replays,
-    start_simulator,
-)
+from tests.replay.fixtures import Keys, recorded_model, start_simulator
 from tests.store.conftest import Packages, key, packages
 from tests.web.api.world import PASSWORD, make_world
 
-__all__ = ["hub_server", "key", "keys", "kit", "package_dir", "packages", "replays"]
+__all__ = ["hub_server", "key", "packages"]
 
 # Commands without a result to print: servers that run until interrupted, and
 # `package schema`, whose whole output already is one JSON document.

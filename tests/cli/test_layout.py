@@ -13,9 +13,6 @@ import pytest
 from servekit.cli import output
 from tests.cli.helpers import commands, options, run_cli
 from tests.functional.helpers import EXAMPLES, ROOT
-from tests.replay.conftest import keys, kit, package_dir, replays
-
-__all__ = ["keys", "kit", "package_dir", "replays"]
 
 BORDERS = "┏┌"  # the first line of a rich table: one segment per column
 COLUMN = re.compile(r"[┳┬]")

@@ -11,9 +11,7 @@ from tests.assets.make_kit_fixtures import private_key
 from tests.cli.helpers import run_cli
 from tests.functional.helpers import EXAMPLES
 from tests.functional.test_cli_bench import VLLM_RESULT
-from tests.replay.conftest import Keys, keys, kit, package_dir, replay_copy, replays
-
-__all__ = ["keys", "kit", "package_dir", "replay_copy", "replays"]
+from tests.replay.fixtures import Keys
 
 TINY = EXAMPLES / "tiny-sim"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.functional.helpers import ROOT, SERVEKIT
-from tests.replay.conftest import recorded_model, start_simulator
+from tests.replay.fixtures import recorded_model, start_simulator
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -18,7 +18,7 @@ from servekit.replay.compare import verdict
 from tests.assets.make_kit_fixtures import private_key
 from tests.cli.helpers import run_cli
 from tests.functional.helpers import servekit
-from tests.replay.conftest import TOLERANCE_PCT
+from tests.replay.fixtures import TOLERANCE_PCT
 
 MEASURED = {
     "ttft-p50-c4",

@@ -17,7 +17,7 @@ from servekit.replay import compare, sign_reproduction, verify_reproduction
 from servekit.replay.models import REPRODUCTION_PREDICATE_TYPE
 from tests.assets.make_kit_fixtures import private_key
 from tests.functional.helpers import servekit
-from tests.replay.conftest import TOLERANCE_PCT, Keys
+from tests.replay.fixtures import TOLERANCE_PCT, Keys
 
 
 @pytest.fixture

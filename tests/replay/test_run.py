@@ -16,7 +16,7 @@ from servekit.replay import ReplayOptions, prepare_replay
 from servekit.replay.models import ReplayHeader
 from servekit.verify.archive import read_kit
 from tests.functional.helpers import servekit
-from tests.replay.conftest import Keys, recorded_model
+from tests.replay.fixtures import Keys, recorded_model
 
 
 def test_header_names_the_kit_receipt_host_and_engine(replays: dict[str, Path], kit: Path) -> None:

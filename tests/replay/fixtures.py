@@ -1,4 +1,5 @@
-"""A kit of the tiny-sim package, and replays of it against real simulator processes.
+"""A kit of the tiny-sim package, and replays of it against real simulator processes
+(session fixtures, registered once for the whole suite by tests/conftest.py).
 
 The simulators run as `servekit sim serve` processes (their own cores, as a buyer's
 engine would) with tiny-sim's profile (120 ms to first token, 15 ms a token) and one
