@@ -22,6 +22,7 @@ from servekit.store.models import Clause, OrderKind
 from servekit.store.payments import WebhookResult, handle_stripe_webhook
 from servekit.store.results import (
     EntitlementInfo,
+    KitDownload,
     LicenceTerms,
     NewToken,
     OrderInfo,
@@ -110,6 +111,20 @@ def _principal(s: Session, authorization: str | None, workspace: str) -> Princip
 
 
 Auth = Annotated[str | None, Header(description="Bearer session or API token.")]
+
+
+def kit_response(kit: KitDownload, headers: dict[str, str]) -> Response:
+    """A kit as an attachment named for its package and version, its sha256 in a header
+    (the API's and the store pages' downloads), plus ``headers``."""
+    return Response(
+        kit.data,
+        media_type="application/gzip",
+        headers={
+            "Content-Disposition": f'attachment; filename="{kit.filename}"',
+            "X-Kit-Sha256": kit.kit_sha256,
+            **headers,
+        },
+    )
 
 
 def api_router(ctx: ApiContext) -> APIRouter:
@@ -260,15 +275,7 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
             kit = entitlements.download(
                 p, package_id, version, kits_dir=ctx.store.kits_dir, session=s
             )
-        return Response(
-            kit.data,
-            media_type="application/gzip",
-            headers={
-                "Content-Disposition": f'attachment; filename="{kit.filename}"',
-                "X-Kit-Sha256": kit.kit_sha256,
-                "X-Kit-Version": kit.version,
-            },
-        )
+        return kit_response(kit, {"X-Kit-Version": kit.version})
 
     @router.get(WS + "/tokens")
     def list_tokens(workspace: str, authorization: Auth = None) -> list[TokenInfo]:

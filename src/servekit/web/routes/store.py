@@ -27,7 +27,7 @@ from servekit.store.db import Store
 from servekit.store.models import Clause, OrderKind, Role
 from servekit.store.results import Principal
 from servekit.web import signin
-from servekit.web.api.routes import MAX_ID, RowId
+from servekit.web.api.routes import MAX_ID, RowId, kit_response
 from servekit.web.pages import render
 from servekit.web.sessions import csrf_token
 
@@ -193,15 +193,7 @@ def download(request: Request, workspace: str, package_id: str, version: str) ->
         kit = entitlements.download(
             p, package_id, version, kits_dir=_store(request).kits_dir, session=s
         )
-    return Response(
-        kit.data,
-        media_type="application/gzip",
-        headers={
-            "Content-Disposition": f'attachment; filename="{kit.filename}"',
-            "X-Kit-Sha256": kit.kit_sha256,
-            **NO_STORE,
-        },
-    )
+    return kit_response(kit, NO_STORE)
 
 
 # --- buying ---------------------------------------------------------------------------
