@@ -10,7 +10,6 @@ are those of every other Hub call. Errors are translated by
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from servekit.errors import HeaderError
 from servekit.fit.arch import read_config
 from servekit.fit.headers import INDEX, ReadRange, parse_header, weight_files
 from servekit.fit.models import Tensor
-from servekit.weights.hub import Hub, hub_errors
+from servekit.weights.hub import Hub, hub_cache, hub_errors
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ def _range_reader(hub: Hub, repo: str, commit: str, path: str, counter: list[int
 def fetch(repo: str, commit: str, *, hub: Hub, cache_dir: Path | None = None) -> RemoteModel:
     """``config.json`` and every shard's tensors of ``repo`` at ``commit``."""
     names = {f.path for f in hub.tree(repo, commit)}
-    cache = cache_dir or _default_cache()
+    cache = cache_dir or hub_cache()
     if "config.json" not in names:
         from servekit.errors import ArchitectureError
 
@@ -76,16 +75,3 @@ def fetch(repo: str, commit: str, *, hub: Hub, cache_dir: Path | None = None) ->
         read = _range_reader(hub, repo, commit, path, counter)
         tensors += parse_header(read, f"{repo}@{commit}/{path}")
     return RemoteModel(config=config, tensors=tensors, header_bytes=counter[0])
-
-
-def _default_cache() -> Path:
-    """The Hub cache as the environment names it now (``HF_HUB_CACHE``, then ``HF_HOME``):
-    huggingface_hub reads both once, when it is first imported, so a later change of either
-    would otherwise be ignored and headers land in (or come from) another cache."""
-    if cache := os.environ.get("HF_HUB_CACHE"):
-        return Path(cache)
-    if home := os.environ.get("HF_HOME"):
-        return Path(home) / "hub"
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HUB_CACHE)

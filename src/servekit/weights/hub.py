@@ -9,6 +9,7 @@ malformed repository id) with a hint.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -38,6 +39,19 @@ class HubFile:
     blob_id: str
     lfs_sha256: str | None
     lfs_size: int | None
+
+
+def hub_cache() -> Path:
+    """The Hub cache as the environment names it now (``HF_HUB_CACHE``, then ``HF_HOME``):
+    huggingface_hub reads both once, when it is first imported, so a later change of either
+    would otherwise be ignored and files land in (or come from) another cache."""
+    if cache := os.environ.get("HF_HUB_CACHE"):
+        return Path(cache)
+    if home := os.environ.get("HF_HOME"):
+        return Path(home) / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
 
 
 def _gated(repo: str) -> HubError:
@@ -164,7 +178,7 @@ class Hub:
             local = snapshot_download(
                 repo,
                 revision=commit,
-                cache_dir=cache_dir,
+                cache_dir=cache_dir or hub_cache(),
                 endpoint=self.endpoint,
                 token=self.token,
             )
