@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
 
 from servekit.errors import ClaimRuleError
+from servekit.package.evidence import RequestRecord, dump_evidence
 from servekit.package.rules import RULES, check, check_package, enforce
-from tests.package.factories import base_definition, default_runs, write_package
+from servekit.package.rules.context import Context
+from tests.package.factories import base_definition, default_runs, header, write_package
 from tests.package.rules.helpers import Definition, figure, fired
 
 HERE = Path(__file__).parent
@@ -101,3 +104,51 @@ def test_every_rule_has_a_test_in_its_family_module() -> None:
     for rule in RULES.values():
         module = HERE / f"test_{rule.family}.py"
         assert rule.id in _tested_ids(module), f"{rule.id} has no breaking package in {module.name}"
+
+
+_RETRACTED = {
+    "id": "run-x",
+    "file": "evidence/run-x.jsonl",
+    "workload": "w",
+    "date": "2026-11-30",
+    "simulator": True,
+    "status": {"state": "retracted", "reason": "interrupted", "date": "2026-11-30"},
+}
+
+
+def _interrupted(runs: dict[str, list[RequestRecord]]) -> str:
+    """A run no rule may read: interrupted, on another model, seed and GPU count, against the
+    simulator, with impossible numbers, a copy of run-a's timings and overlapping it in time."""
+    records = [
+        r.model_copy(
+            update={"run": "run-x", "t_first_event": math.nan if i == 0 else r.t_first_event}
+        )
+        for i, r in enumerate(runs["run-a"][:5])
+    ]
+    h = header("run-x", gpus=8, simulator=True, records=records).model_copy(
+        update={"model": "other/model", "seed": 99, "engine_name": "servekit-sim",
+                "run_uid": "uid-run-a", "notes": ("PARTIAL: interrupted",)}
+    )  # fmt: skip
+    return dump_evidence(h, records)
+
+
+@pytest.mark.parametrize("poison", ["unreadable", "interrupted"])
+def test_no_rule_reads_a_retracted_run(tmp_path: Path, poison: str) -> None:
+    """Every rule, run on a package whose retracted run (and the retracted figure naming it)
+    would fail or alter any rule that read it, finds exactly what it finds without that run."""
+    runs = default_runs()
+    d = base_definition(runs["run-a"])
+    d["measurements"]["runs"].append(_RETRACTED)
+    d["measurements"]["figures"].append(
+        {**figure(d, "ttft-p50-c1"), "id": "ttft-x", "runs": ["run-x"], "value": 1.0,
+         "status": {"state": "retracted", "reason": "interrupted run", "date": "2026-11-30"}}
+    )  # fmt: skip
+    (tmp_path / "evidence").mkdir()
+    text = "{not json\n" if poison == "unreadable" else _interrupted(runs)
+    (tmp_path / "evidence" / "run-x.jsonl").write_text(text)
+    loaded = write_package(tmp_path, d, runs)
+    honest = write_package(tmp_path / "honest", base_definition(runs["run-a"]), runs)
+    for rule in RULES.values():
+        got = list(rule.fn(Context(loaded)))
+        assert got == list(rule.fn(Context(honest))) == [], (rule.id, got)
+    assert check(loaded).cannot_verify == {}

@@ -43,8 +43,11 @@ class Context:
         return next((f"measurements.runs[{i}]" for i, r in enumerate(runs) if r.id == run_id), "")
 
     def evidence(self, run_id: str) -> Evidence | None:
+        """A current run's evidence, loaded once. A retracted run is evidence for nothing,
+        so no rule reads it: its file is never opened (docs/rules.md promises it, and
+        tests/package/rules/test_registry.py holds every rule to it)."""
         run = self.package.run(run_id)
-        if run is None:
+        if run is None or not run.current:
             return None
         if run_id not in self._evidence:
             self._evidence[run_id] = load_evidence(self.loaded.path(run.file))
@@ -54,9 +57,13 @@ class Context:
         """(field path, run, evidence) of every current run (a retracted run is evidence
         for nothing, so no rule reads it)."""
         for i, run in enumerate(self.package.measurements.runs):
-            ev = self.evidence(run.id) if run.current else None
+            ev = self.evidence(run.id)
             if ev is not None:
                 yield f"measurements.runs[{i}]", run, ev
+
+    def current_runs(self) -> tuple[Run, ...]:
+        """The runs any rule may read: every run not retracted."""
+        return tuple(r for r in self.package.measurements.runs if r.current)
 
     def summary(self, run_id: str, concurrency: int) -> GroupSummary | None:
         """One summary per (run, concurrency), however many rules and figures ask for it."""
@@ -105,8 +112,8 @@ class Context:
         pkg = self.package
         serve_env = tuple(f"{e.name}={e.value}" for e in pkg.serve.env)
         out = [("serve", (*pkg.serve.entrypoint, *pkg.serve.args, *serve_env))]
-        for run in pkg.measurements.runs:
-            recorded = self.serve_of(run) if run.current else None
+        for run in self.current_runs():
+            recorded = self.serve_of(run)
             if recorded is not None:
                 env = tuple(f"{k}={v}" for k, v in recorded.env.items())
                 out.append((f"run {run.id}", (*recorded.argv, *env)))

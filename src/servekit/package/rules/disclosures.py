@@ -16,9 +16,7 @@ def exercised_modalities(ctx: Context) -> set[str]:
     """Modalities the successful measured records sent: v2 content parts; v1 records are text
     only. A failed request or a warmup exercised no path that a figure measured."""
     out: set[str] = set()
-    for _, run, ev in ctx.runs_with_evidence():
-        if not run.current:
-            continue
+    for _, _, ev in ctx.runs_with_evidence():
         for r in ev.requests:
             if not r.ok or r.warmup:
                 continue
@@ -35,7 +33,7 @@ def exercised_modalities(ctx: Context) -> set[str]:
 def modality_disclosure(ctx: Context) -> Findings:
     pkg = ctx.package
     declared = {m.value for w in pkg.workloads for m in w.modalities}
-    exercised = exercised_modalities(ctx) if pkg.measurements.runs else declared
+    exercised = exercised_modalities(ctx) if ctx.current_runs() else declared
     for comp in pkg.model.modalities:
         m = comp.modality.value
         if m not in exercised and not ctx.disclosed(DisclosureTopic.MODALITY, m):
@@ -50,11 +48,11 @@ def covered_context(ctx: Context) -> int:
     """Longest prompt + output the successful measured records carried (a warmup is in no
     figure); the declared workloads when there are no runs."""
     longest = 0
-    for _, run, ev in ctx.runs_with_evidence():
-        for r in ev.requests if run.current else ():
+    for _, _, ev in ctx.runs_with_evidence():
+        for r in ev.requests:
             if r.ok and not r.warmup:
                 longest = max(longest, (r.prompt_tokens or 0) + (r.completion_tokens or 0))
-    if longest or ctx.package.measurements.runs:
+    if longest or ctx.current_runs():
         return longest
     return max(
         min(w.prompt_tokens.max + w.output_tokens, w.context_length) for w in ctx.package.workloads
@@ -98,7 +96,7 @@ def is_simulator(ev: Evidence) -> bool:
 def simulator_disclosure(ctx: Context) -> Findings:
     pkg = ctx.package
     simulated = (
-        pkg.uses_simulator
+        any(r.simulator for r in ctx.current_runs())
         or engine_key(pkg.engine.name) == SIM_ENGINE
         or any(is_simulator(ev) for _, _, ev in ctx.runs_with_evidence())
     )

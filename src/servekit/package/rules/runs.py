@@ -68,6 +68,8 @@ def grid_coverage(ctx: Context) -> Findings:
     pkg = ctx.package
     for i, run in enumerate(pkg.measurements.runs):
         where, workload = f"measurements.runs[{i}]", pkg.workload(run.workload)
+        if not run.current:
+            continue  # a retracted run (an interrupted one, say) is evidence for nothing
         if workload is None:
             yield finding(
                 "SK115", f"{where}.workload", f"workload '{run.workload}' is not defined",
