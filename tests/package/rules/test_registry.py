@@ -63,7 +63,9 @@ def test_retracted_figures_are_not_checked(tmp_path: Path) -> None:
     assert fired(tmp_path, retract) == set()
 
 
-@pytest.mark.parametrize("name", ["tiny-sim", "llama-850m-h200", "kimi-k3-8xb300"])
+@pytest.mark.parametrize(
+    "name", ["tiny-sim", "llama-850m-h200", "kimi-k3-8xb300", "smollm2-135m-vllm-h200"]
+)
 def test_honest_examples_pass(name: str) -> None:
     report = check_package(EXAMPLES / name)
     assert report.ok, [(v.rule, v.message) for v in report.violations]

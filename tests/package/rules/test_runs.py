@@ -55,6 +55,7 @@ CASES: dict[str, dict[str, Any]] = {
     "SK126": {"evidence": {"run-a": _sequential}},
     "SK128": {"mutate": lambda d: [figure(d, f["id"]).update(runs=["run-a"]) for f in d["measurements"]["figures"]]},
     "SK129": {"evidence": {"run-b": _same_start}},
+    "SK135": {"evidence": {"run-b": lambda lines: lines[0]["serve"]["argv"].extend(["--max-num-seqs", "512"])}},
 }  # fmt: skip
 
 
@@ -373,3 +374,66 @@ def test_sk125_a_request_for_another_output_length(tmp_path: Path) -> None:
 
     messages = _says(tmp_path, "SK125", evidence={"run-a": longer})
     assert any("requested 64 output tokens" in m for m in messages)
+
+
+def _serve(argv: list[str], env: dict[str, str] | None = None) -> Callable[[Lines], None]:
+    def edit(lines: Lines) -> None:
+        lines[0]["serve"] = {"argv": argv, "env": env or {}, "source": "--serve-command"}
+
+    return edit
+
+
+_TP = ["--tensor-parallel-size", "2"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        (["vllm", "serve", "test/tiny", "--tensor-parallel-size", "4"], {}, "flag --tensor-parallel-size '4' (ships '2')"),
+        (["vllm", "serve", "test/tiny"], {}, "flag --tensor-parallel-size missing"),
+        (["vllm", "serve", "test/tiny", *_TP, "--enable-chunked-prefill"], {}, "flag --enable-chunked-prefill (set) (not shipped)"),
+        (["vllm", "serve", "test/tiny", *_TP, "--max_num_seqs=512"], {}, "flag --max-num-seqs '512'"),
+        (["vllm", "serve", "test/tiny", *_TP], {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}, "environment VLLM_ATTENTION_BACKEND"),
+        (["env", "VLLM_USE_V1=0", "vllm", "serve", "test/tiny", *_TP], {}, "environment VLLM_USE_V1=0"),
+        (["vllm", "serve", "other/tiny", *_TP], {}, "model 'other/tiny'"),
+        (["vllm", "serve", "test/tiny", *_TP, "--revision", "b" * 40], {}, "flag --revision"),
+        (["sglang", "serve", "test/tiny", *_TP], {}, "program 'sglang serve'"),
+    ],
+)  # fmt: skip
+def test_sk135_a_run_of_another_serve_command(
+    tmp_path: Path, argv: list[str], env: dict[str, str], named: str
+) -> None:
+    result = report(tmp_path, evidence={"run-b": _serve(argv, env)})
+    messages = [v.message for v in result.violations if v.rule == "SK135"]
+    assert any(named in m for m in messages), messages
+    assert {f.verdict for f in result.figures} == {"refused"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        (["vllm", "serve", "test/tiny", "--tensor-parallel-size=2"], {}),
+        (["/opt/venv/bin/vllm", "serve", "test/tiny", "--tensor_parallel_size", "2"], {}),
+        (
+            ["vllm", "serve", "/tmp/weights/tiny", "--port", "18000", "--host", "127.0.0.1", *_TP],
+            {},
+        ),
+        (["vllm", "serve", "test/tiny", "--revision", "a" * 40, *_TP], {"HF_HOME": "/cache"}),
+        (["vllm", "serve", "--model", "test/tiny", *_TP], {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ],
+)
+def test_sk135_the_shipped_command_spelled_otherwise_passes(
+    tmp_path: Path, argv: list[str], env: dict[str, str]
+) -> None:
+    assert fired(tmp_path, evidence={"run-b": _serve(argv, env)}) == set()
+
+
+def test_sk135_a_speedup_resting_on_a_configuration_not_shipped(tmp_path: Path) -> None:
+    from tests.package.rules.test_speedups import RUNS, with_speedup
+
+    tuned = _serve(["vllm", "serve", "test/tiny", *_TP, "--max-num-seqs", "512"])
+    result = report(tmp_path, with_speedup, RUNS, evidence={"run-a": tuned, "run-b": tuned})
+    fields = {v.field for v in result.violations if v.rule == "SK135"}
+    assert "measurements.speedups[0]" in fields, result.violations
+    verdicts = {f.id: f.verdict for f in result.figures}
+    assert verdicts["ttft-p50-c1"] == "refused" and verdicts["ttft-p50-c1-stock"] == "measured"

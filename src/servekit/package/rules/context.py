@@ -120,11 +120,15 @@ class Context:
         return out
 
     def serve_of(self, run: Run) -> ServeConfig | None:
-        """The serve configuration a run recorded (v2 header), else the one the package
-        declares for it (``runs[].serve``), else None."""
+        """The serve configuration a run recorded (v2 header); for a file that cannot record
+        one (v1, or imported from another harness) the one the package declares for it
+        (``runs[].serve``); else None. A v2 file ``bench run`` wrote with no serve
+        configuration gets no stand-in: a declaration never replaces a recorded value."""
         ev = self.evidence(run.id)
         if ev is not None and ev.header.serve is not None:
             return ev.header.serve
+        if ev is not None and ev.version >= 2 and ev.header.imported_from is None:
+            return None
         if run.serve is not None:
             env = {e.name: e.value for e in run.serve.env}
             return ServeConfig(argv=run.serve.argv, env=env, source="package.yaml runs[].serve")

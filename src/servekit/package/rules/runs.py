@@ -16,6 +16,7 @@ from servekit.package.rules.disclosures import is_simulator
 from servekit.package.rules.engines import served_model_arg
 from servekit.package.rules.records import instant
 from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.shipped import differences
 
 MAX_TOLERANCE_PCT = 10.0  # replicates that may differ by more are not replicates
 MAX_CONCURRENCY_TOLERANCE_PCT = 25.0
@@ -484,3 +485,53 @@ def independent_replicates(ctx: Context) -> Findings:
                 "measure each replicate on its own, one after the other",
                 ctx.figures_using(ra.id) + ctx.figures_using(rb.id),
             )  # fmt: skip
+
+
+def _stock_baseline_only(ctx: Context) -> set[str]:
+    """Runs that back only the stock baselines of speedups (SK131 reads those against the
+    engine's defaults; they are not the configuration the kit ships)."""
+    pkg = ctx.package
+    baselines = {s.baseline for s in pkg.measurements.speedups if s.baseline_is_stock}
+    out = set()
+    for run in ctx.current_runs():
+        using = ctx.figures_using(run.id)
+        if using and set(using) <= baselines:
+            out.add(run.id)
+    return out
+
+
+def _resting_speedups(ctx: Context, figures: tuple[str, ...]) -> Findings:
+    for i, s in enumerate(ctx.package.measurements.speedups):
+        if s.figure in figures:
+            yield finding(
+                "SK135", f"measurements.speedups[{i}]",
+                f"speedup '{s.id}' rests on figure '{s.figure}', measured with a serve command "
+                "the package does not ship", "measure the shipped configuration, or ship the "
+                "measured one", (s.figure,),
+            )  # fmt: skip
+
+
+@rule(
+    "SK135",
+    "shipped-is-measured",
+    "Every run's recorded serve command and environment equal the package's serve, flag for "
+    "flag (a stock baseline's runs excepted: SK131 reads them).",
+    "The figures (and a speedup) of a configuration the kit does not deploy are not published "
+    "as its figures.",
+)
+def shipped_is_measured(ctx: Context) -> Findings:
+    baseline = _stock_baseline_only(ctx)
+    refused: set[str] = set()
+    for where, run, _ in ctx.runs_with_evidence():
+        serve = ctx.serve_of(run) if run.id not in baseline else None
+        diff = differences(ctx.package, serve) if serve is not None else []
+        if diff:
+            figures = ctx.figures_using(run.id)
+            refused |= set(figures)
+            yield finding(
+                "SK135", f"{where}.file",
+                f"run {run.id} ran a serve command the package does not ship: {'; '.join(diff)}",
+                "set serve (entrypoint, args, env, served_model_name) to the command that was "
+                "measured, or measure the command the package ships", figures,
+            )  # fmt: skip
+    yield from _resting_speedups(ctx, tuple(sorted(refused)))
