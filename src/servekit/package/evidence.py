@@ -54,6 +54,9 @@ _V2_RECORD: dict[str, str] = {
 }
 _NO_VERSION = "engine version as the server reported it (header engine_version: no /version)"
 V1_CANNOT_VERIFY: tuple[str, ...] = (*_V2_HEADER.values(), *_V2_RECORD.values())
+ENGINE_FIELDS = ("engine_version", "engine_name")
+"""What ``bench run`` records only where the engine answers ``/version`` (or names itself
+as the owner in ``/v1/models``)."""
 
 
 class WorkloadSpec(BaseModel):
@@ -200,6 +203,36 @@ class Evidence(BaseModel):
     @property
     def version(self) -> int:
         return 1 if self.header.format == FORMAT_V1 else 2
+
+    @property
+    def from_bench_run(self) -> bool:
+        """Written by ``servekit bench run`` (v2, not imported from another harness)."""
+        return self.version >= 2 and self.header.imported_from is None
+
+    def blanks(self, engine_answers: bool) -> tuple[str, ...]:
+        """The header and record fields a ``bench run`` file leaves null although the harness
+        records them (``engine_answers``: the engine answers ``/version``, so its name and
+        version too). A file of another harness, or v1, has no blanks: it says what it
+        cannot show through :attr:`cannot_verify`."""
+        if not self.from_bench_run:
+            return ()
+        skip = () if engine_answers else ENGINE_FIELDS
+        names = [n for n in (*ENGINE_FIELDS, *_V2_HEADER) if n not in skip]
+        out = [n for n in dict.fromkeys(names) if getattr(self.header, n) is None]
+        for name in _V2_RECORD:
+            missing = sum(getattr(r, name) is None for r in self.requests)
+            if missing:
+                out.append(f"{name} of {missing} record(s)")
+        return tuple(out)
+
+    def unverifiable(self, engine_answers: bool) -> tuple[str, ...]:
+        """:attr:`cannot_verify` less what the harness could have recorded: in a ``bench
+        run`` file a blank it could have filled is refused (SK136), not excused."""
+        if not self.from_bench_run:
+            return self.cannot_verify
+        blank = {n.split()[0] for n in self.blanks(engine_answers)}
+        texts = {**_V2_HEADER, **_V2_RECORD, "engine_version": _NO_VERSION}
+        return tuple(t for t in self.cannot_verify if t not in {texts[n] for n in blank})
 
     @property
     def cannot_verify(self) -> tuple[str, ...]:

@@ -55,6 +55,7 @@ CASES: dict[str, dict[str, Any]] = {
     "SK126": {"evidence": {"run-a": _sequential}},
     "SK128": {"mutate": lambda d: [figure(d, f["id"]).update(runs=["run-a"]) for f in d["measurements"]["figures"]]},
     "SK129": {"evidence": {"run-b": _same_start}},
+    "SK136": {"evidence": {"run-a": lambda lines: lines[0].update(hardware=None)}},
     "SK135": {"evidence": {"run-b": lambda lines: lines[0]["serve"]["argv"].extend(["--max-num-seqs", "512"])}},
 }  # fmt: skip
 
@@ -437,3 +438,69 @@ def test_sk135_a_speedup_resting_on_a_configuration_not_shipped(tmp_path: Path) 
     assert "measurements.speedups[0]" in fields, result.violations
     verdicts = {f.id: f.verdict for f in result.figures}
     assert verdicts["ttft-p50-c1"] == "refused" and verdicts["ttft-p50-c1-stock"] == "measured"
+
+
+def _blank(field: str) -> Callable[[Lines], None]:
+    def edit(lines: Lines) -> None:
+        if field == "content_parts":
+            lines[3]["content_parts"] = None
+        else:
+            lines[0][field] = None
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["engine_version", "engine_name", "served_models", "serve", "hardware", "content_parts"],
+)
+def test_sk136_a_blank_the_harness_records_refuses_measured(tmp_path: Path, field: str) -> None:
+    def declared_serve(d: Definition) -> None:  # a declaration never stands in for a record
+        run_def(d, "run-a")["serve"] = {"argv": ["vllm", "serve", "test/tiny", *_TP]}
+
+    result = report(tmp_path, declared_serve, evidence={"run-a": _blank(field)})
+    messages = [v.message for v in result.violations if v.rule == "SK136"]
+    assert any(field in m for m in messages), result.violations
+    assert {f.verdict for f in result.figures} == {"refused"}
+    assert field not in str(result.cannot_verify)
+
+
+def _transformers(d: Definition) -> None:
+    d["engine"]["name"] = "transformers"
+    d["serve"]["entrypoint"] = ["transformers", "serve"]
+
+
+def _no_version(lines: Lines) -> None:
+    lines[0].update(engine_version=None, engine_name=None)
+    lines[0]["serve"]["argv"][0] = "transformers"
+
+
+def test_sk136_an_engine_without_version_is_listed_not_refused(tmp_path: Path) -> None:
+    result = report(tmp_path, _transformers, evidence={"run-a": _no_version, "run-b": _no_version})
+    assert result.ok, result.violations
+    listed = result.cannot_verify or {}
+    assert set(listed) == {"run-a", "run-b"}
+    assert all(len(v) == 2 and "engine version" in v[0] for v in listed.values()), listed
+
+
+def test_sk136_an_imported_file_lists_what_its_harness_left_out(tmp_path: Path) -> None:
+    def imported(lines: Lines) -> None:
+        lines[0].update(hardware=None, imported_from="vllm bench serve: run.json")
+
+    result = report(tmp_path, evidence={"run-a": imported})
+    assert "SK136" not in {v.rule for v in result.violations}
+    assert any("hardware" in t for t in (result.cannot_verify or {})["run-a"])
+
+
+@pytest.mark.parametrize(("model", "refused"), [("other/model", True), ("/tmp/weights", False)])
+def test_sk124_a_v1_header_is_read_for_its_model(tmp_path: Path, model: str, refused: bool) -> None:
+    from tests.package.rules.test_honest import _as_v1
+
+    def v1(lines: Lines) -> None:
+        _as_v1(lines)
+        lines[0]["model"] = model
+
+    def declared(d: Definition) -> None:
+        run_def(d, "run-a")["serve"] = {"argv": ["vllm", "serve", "test/tiny", *_TP]}
+
+    assert ("SK124" in fired(tmp_path, declared, evidence={"run-a": v1})) is refused

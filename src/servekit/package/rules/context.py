@@ -18,6 +18,7 @@ from servekit.package.models import (
     Run,
     Workload,
 )
+from servekit.package.rules.engines import ANSWERS_VERSION, engine_key
 from servekit.package.stats import GroupSummary, achieved_concurrency, figure_value, summarize
 
 
@@ -60,6 +61,11 @@ class Context:
             ev = self.evidence(run.id)
             if ev is not None:
                 yield f"measurements.runs[{i}]", run, ev
+
+    @property
+    def engine_answers(self) -> bool:
+        """Whether the package's engine answers ``/version`` (rules/engines.py's list)."""
+        return engine_key(self.package.engine.name) in ANSWERS_VERSION
 
     def current_runs(self) -> tuple[Run, ...]:
         """The runs any rule may read: every run not retracted."""

@@ -111,6 +111,10 @@ PREALLOCATING_FLAGS: Final[dict[str, frozenset[str]]] = {
     "transformers": frozenset({"--continuous-batching"}),  # reserves its KV cache up front
 }
 
+ANSWERS_VERSION: Final = frozenset({"vllm", "servekit-sim"})
+"""Engines that answer ``GET /version``: a ``bench run`` file of one must record the engine's
+name and version (SK136); for any other engine a null one is listed as cannot verify."""
+
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 

@@ -193,9 +193,10 @@ def check(loaded: LoadedPackage) -> CheckReport:
     ctx = Context(loaded)
     findings = [v for r in sorted(RULES.values(), key=lambda r: r.id) for v in r.fn(ctx)]
     refused = _refusals(ctx, findings)
-    cannot = {
-        run.id: ev.cannot_verify for _, run, ev in ctx.runs_with_evidence() if ev.cannot_verify
+    unverifiable = {
+        run.id: ev.unverifiable(ctx.engine_answers) for _, run, ev in ctx.runs_with_evidence()
     }
+    cannot = {run_id: texts for run_id, texts in unverifiable.items() if texts}
     return CheckReport(
         package_id=loaded.package.id,
         version=loaded.package.version,

@@ -136,11 +136,14 @@ def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -
     if h.hardware is not None and h.hardware != pkg.hardware.target.label:
         out.append(f"the run names hardware '{h.hardware}', the target is "
                    f"'{pkg.hardware.target.label}'")  # fmt: skip
+    served = pkg.serve.served_model_name or pkg.model.repo
     if ev.version >= 2 or h.served_models is not None:  # read whatever the format claims
-        served = pkg.serve.served_model_name or pkg.model.repo
         if h.model != served or (h.served_models is not None and served not in h.served_models):
             out.append(f"the run asked for model '{h.model}' of {list(h.served_models or [])}; "
                        f"the package serves '{served}'")  # fmt: skip
+    elif h.model not in (served, pkg.model.repo) and not _local_path(h.model):
+        out.append(f"the v1 run asked for model '{h.model}'; the package serves '{served}' "
+                   "(a directory on the serving host is read as a download of the pin)")  # fmt: skip
     named = served_model_arg(h.serve.argv) if h.serve is not None else None
     if named is not None and named != pkg.model.repo and not _local_path(named):
         out.append(f"the recorded serve command loads model '{named}', the package pins "
@@ -535,3 +538,25 @@ def shipped_is_measured(ctx: Context) -> Findings:
                 "measured, or measure the command the package ships", figures,
             )  # fmt: skip
     yield from _resting_speedups(ctx, tuple(sorted(refused)))
+
+
+@rule(
+    "SK136",
+    "recorded-not-blank",
+    "A v2 file `bench run` wrote leaves no field null that the harness records: engine name "
+    "and version (where the engine answers /version), served models, hardware, workload, serve "
+    "configuration, requests sent, run id, and each record's send position and content parts.",
+    "A blank is not trust: a field the harness could have recorded is never filled in from the "
+    "package's declarations.",
+)
+def recorded_not_blank(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        blank = ev.blanks(ctx.engine_answers)
+        if blank:
+            yield finding(
+                "SK136", f"{where}.file",
+                f"{run.file}: `bench run` records {', '.join(blank)}, which this v2 file leaves "
+                "null, so the figures resting on it cannot be shown measured",
+                "measure with `servekit bench run --hardware LABEL --serve-command '...'` and keep "
+                "the file it writes", ctx.figures_using(run.id),
+            )  # fmt: skip
