@@ -3,6 +3,7 @@ independent of another."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import shutil
 from collections.abc import Callable
@@ -55,6 +56,7 @@ CASES: dict[str, dict[str, Any]] = {
     "SK126": {"evidence": {"run-a": _sequential}},
     "SK128": {"mutate": lambda d: [figure(d, f["id"]).update(runs=["run-a"]) for f in d["measurements"]["figures"]]},
     "SK129": {"evidence": {"run-b": _same_start}},
+    "SK137": {"mutate": lambda d: run_def(d, "run-b").update(date="2026-11-28")},
     "SK136": {"evidence": {"run-a": lambda lines: lines[0].update(hardware=None)}},
     "SK135": {"evidence": {"run-b": lambda lines: lines[0]["serve"]["argv"].extend(["--max-num-seqs", "512"])}},
 }  # fmt: skip
@@ -504,3 +506,47 @@ def test_sk124_a_v1_header_is_read_for_its_model(tmp_path: Path, model: str, ref
         run_def(d, "run-a")["serve"] = {"argv": ["vllm", "serve", "test/tiny", *_TP]}
 
     assert ("SK124" in fired(tmp_path, declared, evidence={"run-a": v1})) is refused
+
+
+def _start_at(when: str) -> Callable[[Lines], None]:
+    """The run's header moved to ``when``, its window kept."""
+
+    def edit(lines: Lines) -> None:
+        old = dt.datetime.fromisoformat(lines[0]["started_at"])
+        new = dt.datetime.fromisoformat(when)
+        lines[0]["started_at"] = new.isoformat()
+        ended = dt.datetime.fromisoformat(lines[0]["ended_at"]) + (new - old)
+        lines[0]["ended_at"] = ended.isoformat()
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("field", "date", "named"),
+    [
+        ("published", "2026-11-28", "publication date"),
+        ("proof_verified", "2026-11-28", "proof date"),
+    ],
+)
+def test_sk137_evidence_from_after_the_package_dates(
+    tmp_path: Path, field: str, date: str, named: str
+) -> None:
+    result = report(tmp_path, lambda d: d.update({field: date}))
+    messages = [v.message for v in result.violations if v.rule == "SK137"]
+    assert any(named in m for m in messages), result.violations
+
+
+def test_sk137_a_run_that_started_the_day_after_its_date(tmp_path: Path) -> None:
+    late = _start_at("2026-12-01T12:06:00+00:00")  # the 30th has ended everywhere, skew too
+    assert "SK137" in fired(
+        tmp_path, lambda d: d.update(published="2026-12-02"), evidence={"run-b": late}
+    )
+
+
+def test_sk137_late_evening_west_of_utc_passes(tmp_path: Path) -> None:
+    """23:30 on the 30th in California is the 1st in UTC: still the 30th where it ran."""
+    evening = _start_at("2026-11-30T23:30:00-08:00")
+    assert (
+        fired(tmp_path, lambda d: d.update(published="2026-12-01"), evidence={"run-b": evening})
+        == set()
+    )

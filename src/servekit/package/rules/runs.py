@@ -3,6 +3,7 @@ load, is its own independent file, and every current run of a configuration is u
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import itertools
 import math
@@ -559,4 +560,42 @@ def recorded_not_blank(ctx: Context) -> Findings:
                 "null, so the figures resting on it cannot be shown measured",
                 "measure with `servekit bench run --hardware LABEL --serve-command '...'` and keep "
                 "the file it writes", ctx.figures_using(run.id),
+            )  # fmt: skip
+
+
+CLOCK_SKEW = dt.timedelta(minutes=5)
+"""How far a client's wall clock may run ahead of the publisher's calendar."""
+_LAST_ZONE = dt.timezone(dt.timedelta(hours=-12))  # where a calendar day ends last
+
+
+def _day_end(day: dt.date) -> dt.datetime:
+    """The last instant any clock on Earth shows ``day`` (24:00 at UTC-12), plus the skew."""
+    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), _LAST_ZONE) + CLOCK_SKEW
+
+
+def _dates_after(ctx: Context, run: Run, start: dt.datetime) -> list[str]:
+    pkg = ctx.package
+    dates = [("the run's measured date (runs[].date)", run.date),
+             ("the package's proof date (proof_verified)", pkg.proof_verified),
+             ("the package's publication date (published)", pkg.published)]  # fmt: skip
+    return [f"{what} {day}" for what, day in dates if day is not None and start > _day_end(day)]
+
+
+@rule(
+    "SK137",
+    "dates-in-order",
+    "Every run's recorded start precedes the package's measured date (runs[].date), proof date "
+    "and publication date.",
+    "Evidence from the future of the claims it backs is not evidence for them.",
+)
+def dates_in_order(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        start = instant(ev.header.started_at)
+        later = _dates_after(ctx, run, start) if start is not None else []
+        if later:
+            yield finding(
+                "SK137", f"{where}.file",
+                f"{run.file} started at {ev.header.started_at}, after {', '.join(later)}",
+                "date the run when it was measured; a package is measured before it is "
+                "verified and published", ctx.figures_using(run.id),
             )  # fmt: skip
