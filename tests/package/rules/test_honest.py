@@ -99,4 +99,7 @@ def test_honest_replicates_days_apart_on_the_same_server_pass(tmp_path: Path) ->
         for key in ("started_at", "ended_at"):
             lines[0][key] = lines[0][key].replace("2026-11-30", "2026-12-02")
 
-    assert fired(tmp_path, evidence={"run-b": later}) == set()
+    def dated(d: Definition) -> None:  # the run's date and the publication follow it (SK137)
+        run_def(d, "run-b")["date"] = d["published"] = "2026-12-02"
+
+    assert fired(tmp_path, dated, evidence={"run-b": later}) == set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -332,3 +333,36 @@ def test_sk122_without_a_workload_the_send_positions_still_count(tmp_path: Path)
 
     (message,) = _messages(tmp_path, "SK122", evidence={"run-a": no_workload_no_seq})
     assert "1 record(s) have no send position (seq)" in message
+
+
+def _scaled(factor: float) -> Any:
+    def edit(lines: Lines) -> None:
+        for r in lines[1:]:
+            for key in ("t_start", "t_send", "t_first_event", "t_first_content", "t_end"):
+                r[key] = r[key] * factor if r.get(key) is not None else None
+            r["t_content"] = [t * factor for t in r["t_content"]]
+
+    return edit
+
+
+def _ended_later(seconds: float) -> Any:
+    def edit(lines: Lines) -> None:
+        ended = dt.datetime.fromisoformat(lines[0]["ended_at"]) + dt.timedelta(seconds=seconds)
+        lines[0]["ended_at"] = ended.isoformat()
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_scaled(0.99), _scaled(1.01), _ended_later(0.030), _ended_later(-0.002)],
+    ids=["shrunk 1 %", "stretched 1 %", "header 30 ms late", "records past the header"],
+)
+def test_sk119_a_window_off_by_more_than_the_harness_precision(tmp_path: Path, edit: Any) -> None:
+    """Under the old bound (1 s or 5 %) every one of these passed."""
+    (message,) = _messages(tmp_path, "SK119", evidence={"run-a": edit})
+    assert "the records span" in message
+
+
+def test_sk119_a_header_stamped_a_millisecond_after_the_last_record_passes(tmp_path: Path) -> None:
+    assert fired(tmp_path, evidence={"run-a": _ended_later(0.0011)}) == set()

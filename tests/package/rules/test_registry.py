@@ -83,7 +83,9 @@ def test_every_rule_carries_its_statement_and_seed_refusal() -> None:
 def test_docs_give_each_rule_what_it_reads_and_cannot_detect() -> None:
     text = (Path(__file__).parents[3] / "docs" / "rules.md").read_text()
     for rule in RULES.values():
-        section = text[text.index(f"#### {rule.id} `{rule.name}`") :][:2500]
+        start = text.index(f"#### {rule.id} `{rule.name}`")
+        end = min(i for i in (text.find("\n#### ", start + 1), text.find("\n## ", start)) if i > 0)
+        section = text[start:end]
         assert rule.seed_refusal in section and "**Reads:**" in section
         assert "**Cannot detect:**" in section, f"document what {rule.id} cannot detect"
 

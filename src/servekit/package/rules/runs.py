@@ -7,8 +7,10 @@ import datetime as dt
 import hashlib
 import itertools
 import math
-import statistics
+import re
 from urllib.parse import urlparse
+
+import numpy as np
 
 from servekit.package.evidence import Evidence, RequestRecord
 from servekit.package.models import Figure, Run, Workload
@@ -412,9 +414,9 @@ ratios, the examples' runs); a copy rescaled or shifted, with or without microse
 noise, keeps them within 0.1 % of one ratio."""
 
 
-def _gaps(r: RequestRecord) -> list[float]:
+def _gaps(r: RequestRecord) -> np.ndarray:
     stamps = [r.t_send, *r.t_content, r.t_end if r.t_end is not None else r.t_send]
-    return [b - a for a, b in itertools.pairwise(stamps)]
+    return np.diff(np.asarray(stamps, dtype=np.float64))
 
 
 def _rescaled(a: Evidence, b: Evidence) -> bool:
@@ -424,21 +426,115 @@ def _rescaled(a: Evidence, b: Evidence) -> bool:
         done = [r for r in ev.requests if r.ok and not r.warmup]
         return sorted(done, key=lambda r: (r.concurrency, r.t_send))
 
-    pairs = [
-        (x, y)
-        for ra, rb in zip(order(a), order(b), strict=False)
-        for x, y in zip(_gaps(ra), _gaps(rb), strict=False)
-        if x > 1e-4 and y > 1e-4
-    ]
-    if len(pairs) < 20 or _spread([y for _, y in pairs]) <= 10 * RESCALED_SPREAD:
+    xs, ys = [], []
+    for ra, rb in zip(order(a), order(b), strict=False):
+        ga, gb = _gaps(ra), _gaps(rb)
+        n = min(len(ga), len(gb))
+        xs.append(ga[:n])
+        ys.append(gb[:n])
+    if not xs:
+        return False
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    keep = (x > 1e-4) & (y > 1e-4)
+    x, y = x[keep], y[keep]
+    if len(x) < 20 or _spread(y) <= 10 * RESCALED_SPREAD:
         return False  # timings too regular (synthetic) for their ratios to tell a copy
-    return _spread([x / y for x, y in pairs]) <= RESCALED_SPREAD
+    return _spread(x / y) <= RESCALED_SPREAD
 
 
-def _spread(values: list[float]) -> float:
+def _spread(values: np.ndarray) -> float:
     """Median absolute deviation relative to the median."""
-    mid = statistics.median(values)
-    return statistics.median(abs(v - mid) for v in values) / mid if mid else math.inf
+    mid = float(np.median(values))
+    return float(np.median(np.abs(values - mid))) / mid if mid else math.inf
+
+
+COPY_U = 0.25
+"""A copy's token-by-token fluctuations follow the original's: the residual variance left
+when one run's fluctuations predict the other's, over that left when each request is paired
+with the next one instead (U), is 0.0001-0.18 for a copy with 0-100 us of noise per stamp,
+rescaled or shifted, and 0.60 or more for every honest replicate pair in the repository
+(docs/rules.md, SK129). Refused below 0.25."""
+FINE_STRUCTURE_S = 1e-6
+"""Fluctuations under a microsecond (root mean square) are float rounding of synthetic
+timings, not a clock's: such files have no fine structure to compare."""
+_KEY = re.compile(r"^r\d+-(c\d+-[wm]\d+)$")
+_MIN_POINTS = 50
+
+
+def _fluctuations(r: RequestRecord) -> np.ndarray | None:
+    """The inter-token gaps of a request less their mean: its fine structure."""
+    if len(r.t_content) < 4:
+        return None
+    gaps = np.diff(np.asarray(r.t_content, dtype=np.float64))
+    centred: np.ndarray = gaps - gaps.mean()
+    return centred
+
+
+Groups = dict[int, dict[str, np.ndarray]]
+_GROUPS: dict[int, tuple[Evidence, Groups]] = {}
+"""Each file's fluctuations, computed once for all its pairs; the entry holds the file, so
+its id is not reused while it is cached (the 32 most recent)."""
+
+
+def _groups(ev: Evidence) -> Groups:
+    cached = _GROUPS.get(id(ev))
+    if cached is not None and cached[0] is ev:
+        return cached[1]
+    if len(_GROUPS) >= 32:
+        _GROUPS.pop(next(iter(_GROUPS)))
+    _GROUPS[id(ev)] = (ev, _fluctuation_groups(ev))
+    return _GROUPS[id(ev)][1]
+
+
+def _fluctuation_groups(ev: Evidence) -> Groups:
+    """Fluctuations of the measured successful requests per concurrency, by the key ``bench
+    run`` derives the prompt from (``cC-mI``), else by send order."""
+    out: Groups = {}
+    done = sorted((r for r in ev.requests if r.ok and not r.warmup), key=lambda r: r.t_send)
+    for i, r in enumerate(done):
+        m, f = _KEY.match(r.id), _fluctuations(r)
+        if f is not None:
+            out.setdefault(r.concurrency, {})[m[1] if m else str(i)] = f
+    return out
+
+
+def _correlation(xs: np.ndarray, ys: np.ndarray) -> float | None:
+    if len(xs) < _MIN_POINTS:
+        return None
+    # products summed without BLAS: its threads cost more than 40 000 numbers take
+    sxx, syy = float(np.sum(xs * xs)), float(np.sum(ys * ys))
+    floor = len(xs) * FINE_STRUCTURE_S**2
+    if not (floor < sxx < math.inf and floor < syy < math.inf):
+        return None  # too regular (synthetic): no fine structure above float rounding
+    return float(np.sum(xs * ys)) / math.sqrt(sxx * syy)
+
+
+def _paired(ga: Groups, gb: Groups, offset: int) -> float | None:
+    """Correlation of a's fluctuations with b's, request k of a with request k + offset of b
+    (same concurrency, in key order)."""
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for conc in sorted(ga.keys() & gb.keys()):
+        keys = sorted(ga[conc].keys() & gb[conc].keys())
+        for i, key in enumerate(keys):
+            fa, fb = ga[conc][key], gb[conc][keys[(i + offset) % len(keys)]]
+            n = min(len(fa), len(fb))
+            xs.append(fa[:n])
+            ys.append(fb[:n])
+    if not xs:
+        return None
+    return _correlation(np.concatenate(xs), np.concatenate(ys))
+
+
+def copy_statistic(a: Evidence, b: Evidence) -> float | None:
+    """U: how much better a's fluctuations predict b's request for request than for the next
+    request (1 - r^2 matched over 1 - r^2 shifted). A shift leaves gaps alone, a scale
+    keeps their correlation, and noise smaller than the fluctuations keeps it near 1."""
+    ga, gb = _groups(a), _groups(b)
+    matched, shifted = _paired(ga, gb, 0), _paired(ga, gb, 1)
+    if matched is None or shifted is None or matched <= 0:
+        return None
+    return (1 - matched**2) / max(1 - shifted**2, 1e-12)
 
 
 def _dependence(a: Evidence, b: Evidence) -> str | None:
@@ -446,12 +542,22 @@ def _dependence(a: Evidence, b: Evidence) -> str | None:
     same = _same_server(a, b)
     if same and wa and wb and wa[0] < wb[1] and wb[0] < wa[1]:
         return "its records overlap in time with"
+    return repeats_timings(a, b)
+
+
+def repeats_timings(a: Evidence, b: Evidence) -> str | None:
+    """How ``a`` repeats ``b``'s timings (exactly, rescaled or shifted, or request for
+    request with noise added), or None for an independent measurement."""
     da, db = _durations(a), _durations(b)
     shared = sum(1 for x, y in zip(da, db, strict=False) if x == y)
     if da and shared * 2 > len(da):
         return f"repeats the per-request timings ({shared} of {len(da)} requests) of"
     if _rescaled(a, b):
         return "repeats, rescaled or shifted, the inter-token timings of"
+    u = copy_statistic(a, b)
+    if u is not None and u < COPY_U:
+        return (f"repeats, request for request, the token-by-token fluctuations (U = {u:.3f}, "
+                f"honest replicates 0.60 and above) of")  # fmt: skip
     return None
 
 
