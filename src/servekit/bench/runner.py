@@ -59,6 +59,8 @@ from servekit.package.evidence import (
     ServeConfig,
     WorkloadSpec,
     load_evidence,
+    prompt_key,
+    prompt_target,
 )
 from servekit.package.models import Api
 from servekit.progress import PhasedTracker
@@ -382,10 +384,8 @@ def build_specs(
     specs = []
     for kind, count in (("w", config.warmup), ("m", config.requests)):
         for i in range(count):
-            key = f"c{concurrency}-{kind}{i:04d}"
-            target = random.Random(f"{config.seed}:{key}").randint(
-                config.prompt_min, config.prompt_max
-            )
+            key = prompt_key(concurrency, kind == "w", i)
+            target = prompt_target(config.seed, key, config.prompt_min, config.prompt_max)
             prompt = factory.prompt(f"r{run_no}-{key}", info.fit.units_for(target))
             body = body_for(
                 config.api,

@@ -21,6 +21,7 @@ server sent none (``usage_source`` says which).
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -248,6 +249,18 @@ class Evidence(BaseModel):
             if any(getattr(r, name) is None for r in self.requests)
         ]
         return (*unreported, *header, *records)
+
+
+def prompt_key(concurrency: int, warmup: bool, index: int) -> str:
+    """The part of a ``bench run`` request id its prompt length is derived from: ``c4-m0007``."""
+    return f"c{concurrency}-{'w' if warmup else 'm'}{index:04d}"
+
+
+def prompt_target(seed: int, key: str, prompt_min: int, prompt_max: int) -> int:
+    """The prompt length ``bench run`` asks for: seeded by the run's seed and the request's
+    :func:`prompt_key` only, so every run of one grid sends the same lengths, and the claim
+    rules recompute them (SK138)."""
+    return random.Random(f"{seed}:{key}").randint(prompt_min, prompt_max)
 
 
 def _loads(text: str) -> object:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import random
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from servekit.package.evidence import Evidence, RequestRecord, load_evidence
+from servekit.package.evidence import Evidence, RequestRecord, load_evidence, prompt_target
 from servekit.package.load import load_package
 from servekit.package.rules import check
 from servekit.package.rules.runs import COPY_U, copy_statistic, repeats_timings
@@ -616,3 +617,50 @@ def test_sk129_a_copy_of_a_real_run_with_noise_shift_or_scale(
 ) -> None:
     ev = load_evidence(_ROOT / name)
     assert repeats_timings(_copied(ev, scale, shift, noise), ev) is not None
+
+
+# --- prompt lengths recomputed from the seed ------------------------------------------------
+
+
+def _wide(d: Definition) -> None:
+    d["workloads"][0]["prompt_tokens"] = {"min": 200, "max": 400}
+
+
+def _drawn(lines: Lines) -> None:
+    """Each record's prompt length as `bench run` draws it from the 200-400 range."""
+    lines[0]["workload"].update(prompt_min=200, prompt_max=400)
+    for r in lines[1:]:
+        m = re.match(r"^r\d+-(c\d+-[wm]\d+)$", r["id"])
+        assert m is not None
+        r["requested_prompt_tokens"] = r["prompt_tokens"] = prompt_target(7, m[1], 200, 400)
+
+
+def _renumbered(lines: Lines) -> None:
+    """Measured request 2 at concurrency 4 dropped, the later ones renumbered."""
+    _drawn(lines)
+    gone = next(r for r in measured(lines, 4) if r["id"].endswith("-m0002"))
+    lines.remove(gone)
+    for r in measured(lines, 4):
+        index = int(r["id"][-4:])
+        if index > 2:
+            r["id"] = f"{r['id'][:-4]}{index - 1:04d}"
+
+
+def _relabelled(lines: Lines) -> None:
+    """The concurrency 1 and 4 records swap labels (ids and concurrency)."""
+    _drawn(lines)
+    for r in lines[1:]:
+        conc = 5 - r["concurrency"]
+        r["concurrency"] = conc
+        r["id"] = re.sub(r"-c\d+-", f"-c{conc}-", r["id"])
+
+
+@pytest.mark.parametrize("edit", [_renumbered, _relabelled], ids=["renumbered", "relabelled"])
+def test_sk138_records_carrying_another_requests_prompt_length(tmp_path: Path, edit: Any) -> None:
+    result = report(tmp_path, _wide, evidence={"run-b": _drawn, "run-a": edit})
+    messages = [v.message for v in result.violations if v.rule == "SK138"]
+    assert messages and "carry another request's prompt length" in messages[0], result.violations
+
+
+def test_sk138_lengths_drawn_as_bench_run_draws_them_pass(tmp_path: Path) -> None:
+    assert fired(tmp_path, _wide, evidence={"run-a": _drawn, "run-b": _drawn}) == set()

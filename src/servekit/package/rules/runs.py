@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from servekit.package.evidence import Evidence, RequestRecord
+from servekit.package.evidence import Evidence, RequestRecord, prompt_key, prompt_target
 from servekit.package.models import Figure, Run, Workload
 from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import is_simulator
@@ -704,4 +704,52 @@ def dates_in_order(ctx: Context) -> Findings:
                 f"{run.file} started at {ev.header.started_at}, after {', '.join(later)}",
                 "date the run when it was measured; a package is measured before it is "
                 "verified and published", ctx.figures_using(run.id),
+            )  # fmt: skip
+
+
+_SERVEKIT_ID = re.compile(r"^r\d+-c(\d+)-([wm])(\d+)$")
+
+
+def _prompt_range(ctx: Context, run: Run, ev: Evidence) -> tuple[int, int] | None:
+    """The range ``bench run`` drew from: the header's workload, else (v1) the package's."""
+    if ev.header.workload is not None:
+        return ev.header.workload.prompt_min, ev.header.workload.prompt_max
+    w = ctx.workload_of(run)
+    return (w.prompt_tokens.min, w.prompt_tokens.max) if w else None
+
+
+def _foreign_lengths(ev: Evidence, lo: int, hi: int) -> list[str]:
+    """Records whose requested prompt length is not the one their seed, concurrency, kind and
+    index give (a record renumbered after a drop, or relabelled to another concurrency)."""
+    out = []
+    for r in ev.requests:
+        m = _SERVEKIT_ID.match(r.id)
+        if m is None or r.requested_prompt_tokens is None:
+            continue
+        key = prompt_key(r.concurrency, r.warmup, int(m[3]))
+        want = prompt_target(ev.header.seed, key, lo, hi)
+        if r.requested_prompt_tokens != want:
+            out.append(f"{r.id} asked for {r.requested_prompt_tokens} tokens, seed "
+                       f"{ev.header.seed} gives {key} {want}")  # fmt: skip
+    return out
+
+
+@rule(
+    "SK138",
+    "prompts-recomputed",
+    "Every servekit record's requested prompt length is the one its run's seed, its "
+    "concurrency, kind and index give.",
+    "Records dropped and renumbered, or relabelled to another concurrency, do not pass for "
+    "the requests that were sent.",
+)
+def prompts_recomputed(ctx: Context) -> Findings:
+    for where, run, ev in ctx.runs_with_evidence():
+        bounds = _prompt_range(ctx, run, ev)
+        foreign = _foreign_lengths(ev, *bounds) if bounds and bounds[0] <= bounds[1] else []
+        if foreign:
+            yield finding(
+                "SK138", f"{where}.file",
+                f"{run.file}: {len(foreign)} record(s) carry another request's prompt length, "
+                f"first {foreign[0]}", "keep the records `bench run` wrote, as it numbered them",
+                ctx.figures_using(run.id),
             )  # fmt: skip
