@@ -17,7 +17,7 @@ from servekit.package.models import DisclosureTopic, Run
 from servekit.package.rules.context import Context
 from servekit.package.rules.registry import Findings, finding, rule
 
-_SERVEKIT_ID = re.compile(r"^r\d+-c(\d+)-([wm])(\d+)$")
+SERVEKIT_ID = re.compile(r"^r\d+-c(\d+)-([wm])(\d+)$")
 
 
 def _numbers(value: Any, path: str) -> Iterator[tuple[str, float]]:
@@ -266,7 +266,7 @@ def _id_problem(ev: Evidence) -> str | None:
     they must agree with the record, and indices run 0..n-1 with none missing."""
     seen: dict[tuple[int, str], list[int]] = {}
     for r in ev.requests:
-        m = _SERVEKIT_ID.match(r.id)
+        m = SERVEKIT_ID.match(r.id)
         if m is None:
             return None  # not written by servekit bench run: nothing to read from ids
         conc, kind, index = int(m[1]), m[2], int(m[3])

@@ -17,7 +17,7 @@ from servekit.package.models import Figure, Run, Workload
 from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import is_simulator
 from servekit.package.rules.engines import served_model_arg
-from servekit.package.rules.records import instant
+from servekit.package.rules.records import SERVEKIT_ID, instant
 from servekit.package.rules.registry import Findings, finding, rule
 from servekit.package.rules.shipped import differences
 
@@ -707,9 +707,6 @@ def dates_in_order(ctx: Context) -> Findings:
             )  # fmt: skip
 
 
-_SERVEKIT_ID = re.compile(r"^r\d+-c(\d+)-([wm])(\d+)$")
-
-
 def _prompt_range(ctx: Context, run: Run, ev: Evidence) -> tuple[int, int] | None:
     """The range ``bench run`` drew from: the header's workload, else (v1) the package's."""
     if ev.header.workload is not None:
@@ -723,7 +720,7 @@ def _foreign_lengths(ev: Evidence, lo: int, hi: int) -> list[str]:
     index give (a record renumbered after a drop, or relabelled to another concurrency)."""
     out = []
     for r in ev.requests:
-        m = _SERVEKIT_ID.match(r.id)
+        m = SERVEKIT_ID.match(r.id)
         if m is None or r.requested_prompt_tokens is None:
             continue
         key = prompt_key(r.concurrency, r.warmup, int(m[3]))
