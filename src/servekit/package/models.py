@@ -534,6 +534,9 @@ class SourceWorkload(Model):
     """Warmup requests, as the source states."""
     prompt_tokens: TokenRange | None = None
     """Prompt lengths, as the source states."""
+    modalities: tuple[Modality, ...] | None = None
+    """What the source's requests carried, as it states, e.g. [text]; a modality no source
+    states and no record carried needs a modality disclosure (SK112)."""
 
 
 class Source(Model):

@@ -92,3 +92,45 @@ def test_sk113_long_context_carried_only_by_a_warmup(tmp_path: Path) -> None:
         warm["prompt_tokens"] = warm["requested_prompt_tokens"] = 2016
 
     assert "SK113" in fired(tmp_path, claim, evidence={"run-a": long_warmup, "run-b": long_warmup})
+
+
+def _reported_only(modalities: list[str] | None, vision: bool = False) -> Any:
+    """Every figure reported, no runs; the workload declares text (and vision)."""
+
+    def mutate(d: Definition) -> None:
+        d["model"].pop("files")
+        d["measurements"]["runs"] = []
+        if vision:
+            d["model"]["modalities"].append(VISION)
+            d["workloads"][0]["modalities"] = ["text", "vision"]
+        for f in d["measurements"]["figures"]:
+            workload = {"output_tokens": 32, "concurrency": f["concurrency"], "requests": 8,
+                        "warmup": 1, "modalities": modalities}  # fmt: skip
+            source = {"name": "Publisher page", "reference": "https://example.org",
+                      "date": "2026-11-01", "workload": workload}  # fmt: skip
+            f.update(provenance="reported", runs=[], source=source)
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("modalities", "vision"), [(None, False), (["text"], True)], ids=["unstated", "text only"]
+)
+def test_sk112_declared_modalities_do_not_stand_in_for_a_reported_source(
+    tmp_path: Path, modalities: list[str] | None, vision: bool
+) -> None:
+    """Only what a source states (or a record carried) is characterized."""
+    assert "SK112" in fired(tmp_path, _reported_only(modalities, vision))
+
+
+def test_sk112_a_source_that_states_every_modality_passes(tmp_path: Path) -> None:
+    assert fired(tmp_path, _reported_only(["text", "vision"], vision=True)) == set()
+
+
+def test_sk112_an_unstated_source_with_every_modality_disclosed_passes(tmp_path: Path) -> None:
+    def disclosed(d: Definition) -> None:
+        _reported_only(None)(d)
+        d["disclosures"].append({"topic": "modality", "subject": "text",
+                                 "title": "Not characterized", "text": "The source says not."})  # fmt: skip
+
+    assert fired(tmp_path, disclosed) == set()

@@ -59,6 +59,7 @@ def test_reported_figures_only_pass_without_a_pin_file(tmp_path: Path) -> None:
                 "concurrency": f["concurrency"],
                 "requests": 8,
                 "warmup": 1,
+                "modalities": ["text"],
             }
             f.update(provenance="reported", runs=[], source={**source, "workload": workload})
 

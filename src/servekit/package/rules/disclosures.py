@@ -4,7 +4,7 @@ not measure (a simulator) is said, in the package, where a buyer reads it."""
 from __future__ import annotations
 
 from servekit.package.evidence import Evidence
-from servekit.package.models import DisclosureTopic, Modality
+from servekit.package.models import DisclosureTopic, Modality, Provenance
 from servekit.package.rules.context import Context
 from servekit.package.rules.engines import engine_key
 from servekit.package.rules.registry import Findings, finding, rule
@@ -24,23 +24,36 @@ def exercised_modalities(ctx: Context) -> set[str]:
     return out
 
 
+def stated_modalities(ctx: Context) -> set[str]:
+    """Modalities the sources of published reported figures state their requests carried (a
+    source that states none characterizes none)."""
+    return {
+        m.value
+        for f in ctx.package.published_figures
+        if f.provenance is Provenance.REPORTED and f.source and f.source.workload
+        for m in f.source.workload.modalities or ()
+    }
+
+
 @rule(
     "SK112",
     "modality-disclosure",
-    "A modality the model has but no record exercised has a disclosure.",
+    "A modality the model has but no measured record carried, and no reported figure's "
+    "source states, has a disclosure.",
     "The vision path that was never measured is disclosed (K3's MoonViT tower).",
 )
 def modality_disclosure(ctx: Context) -> Findings:
     pkg = ctx.package
-    declared = {m.value for w in pkg.workloads for m in w.modalities}
-    exercised = exercised_modalities(ctx) if ctx.current_runs() else declared
+    exercised = exercised_modalities(ctx) | stated_modalities(ctx)
     for comp in pkg.model.modalities:
         m = comp.modality.value
         if m not in exercised and not ctx.disclosed(DisclosureTopic.MODALITY, m):
             yield finding(
                 "SK112", "disclosures",
                 f"the model has a {m} path ({comp.component or 'no component named'}) that no "
-                "record exercised", f"add a disclosure with topic: modality, subject: {m}",
+                "measured record carried and no reported figure's source states",
+                f"add a disclosure with topic: modality, subject: {m} (not characterized), or "
+                "state the modalities of a reported figure's source (source.workload.modalities)",
             )  # fmt: skip
 
 
