@@ -117,7 +117,8 @@ def speedup_same_contract(ctx: Context) -> Findings:
 @rule(
     "SK131",
     "stock-baseline",
-    "A stock baseline's runs record their serve configuration (v2 header, or runs[].serve), "
+    "A stock baseline's runs record their serve configuration (v2 header; runs[].serve for a "
+    "v1 or imported file), "
     "and it differs from the engine's defaults only by the documented load-needed flags.",
     "`baseline_is_stock` is shown, not declared: a tuned baseline makes any speedup a fiction.",
 )
