@@ -366,3 +366,11 @@ def test_sk119_a_window_off_by_more_than_the_harness_precision(tmp_path: Path, e
 
 def test_sk119_a_header_stamped_a_millisecond_after_the_last_record_passes(tmp_path: Path) -> None:
     assert fired(tmp_path, evidence={"run-a": _ended_later(0.0011)}) == set()
+
+
+def test_sk119_an_imported_file_keeps_the_bound_for_another_harness_clock(tmp_path: Path) -> None:
+    def imported(lines: Lines) -> None:
+        _ended_later(0.030)(lines)
+        lines[0]["imported_from"] = "vllm bench serve: result.json"
+
+    assert "SK119" not in fired(tmp_path, evidence={"run-a": imported})

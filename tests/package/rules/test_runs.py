@@ -664,3 +664,33 @@ def test_sk138_records_carrying_another_requests_prompt_length(tmp_path: Path, e
 
 def test_sk138_lengths_drawn_as_bench_run_draws_them_pass(tmp_path: Path) -> None:
     assert fired(tmp_path, _wide, evidence={"run-a": _drawn, "run-b": _drawn}) == set()
+
+
+def test_sk138_a_v1_file_is_recomputed_from_the_package_range(tmp_path: Path) -> None:
+    from tests.package.rules.test_honest import _as_v1
+
+    def v1(lines: Lines) -> None:
+        _renumbered(lines)
+        _as_v1(lines)
+
+    def declared(d: Definition) -> None:
+        _wide(d)
+        run_def(d, "run-a")["serve"] = {"argv": ["vllm", "serve", "test/tiny", *_TP]}
+
+    result = report(tmp_path, declared, evidence={"run-a": v1, "run-b": _drawn})
+    assert "SK138" in {v.rule for v in result.violations}
+
+
+@pytest.mark.parametrize("tokens", [2, 8])
+def test_sk129_runs_too_short_or_too_few_to_compare_are_not_copies(tokens: int) -> None:
+    """Under four tokens a request has no fine structure; under 50 fluctuations, a run."""
+    from tests.package.factories import header
+
+    def evidence(run: str, seed: int, failures: int = 0) -> Evidence:
+        records = synthetic_records(run, concurrencies=(1,), measured=2, output_tokens=tokens,
+                                    seed=seed, failures=failures)  # fmt: skip
+        return Evidence(path=run, header=header(run, records=records), requests=tuple(records))
+
+    a, b = evidence("run-a", 7), evidence("run-b", 8)
+    assert copy_statistic(a, b) is None and repeats_timings(a, b) is None
+    assert repeats_timings(evidence("run-a", 7, failures=2), b) is None  # nothing succeeded

@@ -586,8 +586,6 @@ def independent_replicates(ctx: Context) -> Findings:
                 "keep the times `bench run` wrote", ctx.figures_using(run.id),
             )  # fmt: skip
     for (_, ra, ea), (wb, rb, eb) in itertools.combinations(runs, 2):
-        if not (ra.current and rb.current):
-            continue
         how = _dependence(eb, ea)
         if how:
             yield finding(
