@@ -694,3 +694,18 @@ def test_sk129_runs_too_short_or_too_few_to_compare_are_not_copies(tokens: int) 
     a, b = evidence("run-a", 7), evidence("run-b", 8)
     assert copy_statistic(a, b) is None and repeats_timings(a, b) is None
     assert repeats_timings(evidence("run-a", 7, failures=2), b) is None  # nothing succeeded
+
+
+def test_sk135_a_run_recorded_with_serve_config_package_yaml_passes(tmp_path: Path) -> None:
+    """`bench run --serve-config package.yaml` records the package's own command (without
+    the served name the kit adds)."""
+    from servekit.bench.serveconf import from_file
+
+    def named(d: Definition) -> None:
+        d["serve"]["served_model_name"] = "tiny"
+
+    def recorded(lines: Lines) -> None:
+        lines[0]["serve"] = from_file(tmp_path / "package.yaml").model_dump(mode="json")
+
+    report(tmp_path, named)  # writes package.yaml for --serve-config to read
+    assert "SK135" not in fired(tmp_path, named, evidence={"run-b": recorded})

@@ -5,8 +5,8 @@ flags as an argument parser reads them (names normalised, ``--f=v`` as ``--f v``
 last of a repeated flag wins, so order does not matter: every listed engine parses its
 command line with argparse), and the environment (``NAME=value`` words in the argument
 vector included). What the kit sets for the deployer and cannot have been the run's is
-left out of the comparison: the listen address and port, credentials and download paths
-(:data:`PLACEMENT`), and the revision pin when it names the pinned commit.
+left out of the comparison: the listen address and port, the served name, credentials and
+download paths (:data:`PLACEMENT`), and the revision pin when it names the pinned commit.
 """
 
 from __future__ import annotations
@@ -16,15 +16,14 @@ from dataclasses import dataclass
 
 from servekit.package.evidence import ServeConfig
 from servekit.package.models import Package
-from servekit.package.rules.engines import _ENV_WORD, NEUTRAL_ENV, _words, engine_key, flags
+from servekit.package.rules.engines import _ENV_WORD, NEUTRAL_ENV, _words, flags
 
-PLACEMENT = frozenset({"--host", "--port", "--api-key", "--download-dir"})
-"""Flags that place a server, not configure it: a run's own values are not the kit's."""
+PLACEMENT = frozenset({"--host", "--port", "--api-key", "--download-dir", "--served-model-name"})
+"""Flags that place or name a server, not configure it: a run's own values are not the
+kit's (the served name is read by SK124, against the header's model and served models;
+``bench run --serve-config package.yaml`` records the command without it)."""
 REVISION_FLAGS = frozenset({"--revision", "--code-revision", "--tokenizer-revision"})
 MODEL_FLAGS = ("--model", "--model-path")
-SERVED_NAME = "--served-model-name"
-NAMES_SERVED_MODEL = frozenset({"vllm", "sglang"})
-"""Engines the kit passes ``serve.served_model_name`` to (kit/command.py's profiles)."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,6 @@ def declared(pkg: Package) -> Command:
     """The command every deploy file runs (what kit/command.py renders from ``serve``)."""
     serve = pkg.serve
     named = dict(flags(serve.args))
-    if engine_key(pkg.engine.name) in NAMES_SERVED_MODEL and serve.served_model_name:
-        named.setdefault(SERVED_NAME, serve.served_model_name)
     model = serve.model_dir or pkg.model.repo
     env = {e.name: e.value for e in serve.env}
     return Command(tuple(serve.entrypoint), model, named, env)
