@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import httpx
@@ -78,7 +79,7 @@ def test_package_page_shows_the_definition(base_url: str) -> None:
         "Kimi K3 License",
         "servekit verify kit kimi-k3-8xb300-1.0.0.tar.gz --trust publisher.pub",
         "1,561,",  # model size in bytes
-        "/packages/kimi-k3-8xb300/1.0.0/chart.svg",
+        'id="no-chart"',  # every K3 figure is at one concurrency: the table alone
     ):
         assert text in html, text
 
@@ -98,7 +99,9 @@ def test_measured_figure_links_to_its_raw_records(base_url: str) -> None:
         "/packages/llama-850m-h200/1.0.0/files/package.yaml",  # exists, but no page links it
         "/packages/llama-850m-h200/1.0.0/files/..%2F..%2FGENERATION",
         "/packages/llama-850m-h200/9.9.9",
-        "/packages/nope/1.0.0/chart.svg",
+        "/packages/nope/1.0.0/charts/latency.svg",
+        "/packages/kimi-k3-8xb300/1.0.0/charts/latency.svg",  # not drawn: single points
+        "/packages/tiny-sim/0.1.0/charts/throughput.svg",
     ],
 )
 def test_unknown_things_are_404_with_an_escaped_page(base_url: str, path: str) -> None:
@@ -107,12 +110,19 @@ def test_unknown_things_are_404_with_an_escaped_page(base_url: str, path: str) -
     assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
 
 
-def test_chart_is_svg_without_script(base_url: str) -> None:
-    response = httpx.get(base_url + "/packages/llama-850m-h200/1.0.0/chart.svg")
-    assert response.headers["content-type"] == "image/svg+xml"
-    svg = response.text
-    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    assert "<script" not in svg and "concurrency" in svg and "Throughput" in svg
+def test_charts_are_svg_without_script_one_per_panel(base_url: str) -> None:
+    page = httpx.get(base_url + "/packages/llama-850m-h200/1.0.0").text
+    srcs = re.findall(r'<img class="chart" data-panel="[^"]+" src="([^"]+)"', page)
+    assert srcs == [
+        f"/packages/llama-850m-h200/1.0.0/charts/{p}.svg"
+        for p in ("latency", "per-token", "throughput")
+    ]
+    for src in srcs:
+        response = httpx.get(base_url + src)
+        assert response.headers["content-type"] == "image/svg+xml"
+        svg = response.text
+        assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+        assert "<script" not in svg and "concurrency" in svg
 
 
 @pytest.mark.parametrize("path", ["/", "/packages/tiny-sim/0.1.0", "/static/catalog.css"])

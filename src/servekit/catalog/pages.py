@@ -14,7 +14,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from servekit.catalog.cards import Card, build_card
+from servekit.catalog.cards import Card, build_card, figure_workload
+from servekit.catalog.chart import Panel, charts
 from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
 from servekit.errors import PackageError, UsageError
 from servekit.package.files import PACKAGE_GLOB
@@ -29,7 +30,7 @@ class Links(Protocol):
     def index(self, query: Query) -> str: ...
     def package(self, card: Card) -> str: ...
     def file(self, card: Card, path: str) -> str: ...
-    def chart(self, card: Card) -> str: ...
+    def chart(self, card: Card, panel: Panel) -> str: ...
     def asset(self, name: str) -> str: ...
 
 
@@ -166,6 +167,8 @@ class PackagePage(BaseModel):
     kit_excludes: tuple[str, ...]
     history: tuple[VersionRow, ...]
     verify_commands: tuple[str, ...]
+    charts: tuple[Panel, ...]
+    """The chart panels drawn (none when every series is a single point)."""
     retracted: str | None = None  # the store's reason, when this version is off sale
 
 
@@ -189,10 +192,7 @@ def _rows(entry: Entry) -> dict[str, FigureRow]:
     pkg = entry.package
     rows = {}
     for fig in pkg.published_figures:
-        workload_id = fig.measured_on.workload if fig.measured_on else None
-        if workload_id is None and fig.runs:
-            run = pkg.run(fig.runs[0])
-            workload_id = run.workload if run else None
+        workload_id = figure_workload(pkg, fig)
         workload = pkg.workload(workload_id) if workload_id else None
         rows[fig.id] = FigureRow(
             figure_id=fig.id, workload=workload, computed=_computed(entry, fig.id)
@@ -248,6 +248,7 @@ def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
         kit_excludes=excludes,
         history=history,
         verify_commands=_verify_commands(entry.card),
+        charts=tuple(c.panel for c in charts(entry.card.figures, entry.card.concurrencies)),
         retracted=catalog.retracted.get((entry.card.id, entry.card.version)),
     )
 

@@ -12,7 +12,7 @@ Export steps:
   3. start copying the files the figures link to, per package version, in threads: the
      kernel copies (``sendfile``) without the GIL while this thread renders;
   4. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
-  5. per package version: the page and its chart; then wait for the copies.
+  5. per package version: the page and its charts; then wait for the copies.
 
 Emptying never leaves the directory: a symbolic link inside it is removed as a link, and
 its target, inside the export or not, is never read, followed or deleted.
@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from servekit.catalog.cards import Card
-from servekit.catalog.chart import render_chart
+from servekit.catalog.chart import Panel, charts, render
 from servekit.catalog.listing import PAGE_SIZE, Listing, Query
 from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
 from servekit.errors import UsageError
@@ -106,8 +106,8 @@ class StaticLinks:
     def file(self, card: Card, path: str) -> str:
         return f"files/{card.id}-{card.version}/{path}"
 
-    def chart(self, card: Card) -> str:
-        return f"{card.id}-{card.version}.svg"
+    def chart(self, card: Card, panel: Panel) -> str:
+        return f"{card.id}-{card.version}-{panel.value}.svg"
 
     def asset(self, name: str) -> str:
         return name
@@ -125,7 +125,8 @@ def _export_entry(catalog: Catalog, entry: Entry, links: StaticLinks, out: Path)
     card = entry.card
     page = out / links.package(card)
     page.write_text(render_package(package_page(catalog, entry), links, live=False), "utf-8")
-    (out / links.chart(card)).write_bytes(render_chart(card.figures))
+    for chart in charts(card.figures, card.concurrencies):
+        (out / links.chart(card, chart.panel)).write_bytes(render(chart))
     return page
 
 
@@ -208,7 +209,7 @@ def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> E
         ]
         # 4. the index pages
         written = _export_index(catalog, links, out, page_size)
-        # 5. the package pages and charts, then the copies (a failed copy raises here)
+        # 5. the package pages and their charts, then the copies (a failed copy raises here)
         written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
         for copy in copies:
             copy.result()

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from servekit.catalog import Catalog, Entry, package_page, render_index, render_package
 from servekit.catalog import Query as CatalogQuery
-from servekit.catalog.chart import render_chart
+from servekit.catalog.chart import Panel, chart_of, render
 from servekit.catalog.listing import PAGE_SIZE
 from servekit.catalog.pages import listing_of
 from servekit.catalog.publish import CatalogSource
@@ -156,11 +156,18 @@ async def package_view(request: Request, package_id: str, version: str) -> HTMLR
     return await _page(request, catalog, _package_key(package_id, version), render)
 
 
-@router.get("/packages/{package_id}/{version}/chart.svg")
-def chart(request: Request, package_id: str, version: str) -> Response:
-    """Latency and throughput against concurrency, drawn by matplotlib."""
-    entry = _entry(_catalog(request), package_id, version)
-    return Response(render_chart(entry.card.figures), media_type="image/svg+xml")
+@router.get("/packages/{package_id}/{version}/charts/{panel}.svg")
+def chart(request: Request, package_id: str, version: str, panel: Panel) -> Response:
+    """One panel of the figures against concurrency, drawn by matplotlib."""
+    card = _entry(_catalog(request), package_id, version).card
+    drawn = chart_of(card.figures, card.concurrencies, panel)
+    if drawn is None:
+        raise NotFoundError(
+            f"{package_id} {version} has no {panel.value} chart: no line joins two of its "
+            "figures there",
+            hint="the package page shows the charts it has, and every figure in its table",
+        )
+    return Response(render(drawn), media_type="image/svg+xml")
 
 
 @router.get("/packages/{package_id}/{version}/files/{path:path}")
