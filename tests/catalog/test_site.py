@@ -17,6 +17,7 @@ def test_export_paginates_and_links_everything_it_shows(tmp_path: Path) -> None:
     assert [p.name for p in pages[:2]] == ["index.html", "page-2.html"]
     first = (tmp_path / "index.html").read_text()
     assert 'href="page-2.html"' in first and "<form" not in first  # no filters offline
+    assert "<script" not in first and 'name="v"' not in first  # no search, sort or compare
     assert 'rel="prev" href="index.html"' in (tmp_path / "page-2.html").read_text()
     llama = (tmp_path / "llama-850m-h200-1.0.0.html").read_text()
     assert 'src="llama-850m-h200-1.0.0-latency.svg"' in llama

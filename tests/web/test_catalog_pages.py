@@ -129,7 +129,8 @@ def test_charts_are_svg_without_script_one_per_panel(base_url: str) -> None:
 def test_secure_headers(base_url: str, path: str) -> None:
     headers = httpx.get(base_url + path).headers
     csp = headers["content-security-policy"]
-    assert "unsafe-inline" not in csp and "script-src" not in csp  # default-src 'none'
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert "script-src 'self';" in csp  # the catalog page's one file; nothing inline
     assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["x-frame-options"] == "DENY"
@@ -187,3 +188,140 @@ def test_live_pages_show_whole_commits_the_placeholder_and_where_weights_come_fr
     assert "c421cee2eeb7395b146335754e14ae3902317c9a" in llama
     assert "8 files (2 weight shards)" in llama and "pulled by your node" not in llama
     assert "huggingface.co/servekit-examples" not in llama
+
+
+# --- search, sort, compare (issue 21.10) ----------------------------------------------
+
+
+def _card_html(html: str, package_id: str) -> str:
+    card = html[html.index(f'data-package="{package_id}"') :]
+    return card[: card.index("</article>")]
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        ("smollm", ["smollm2-135m-vllm-h200"]),
+        ("SmolLM2   VLLM", ["smollm2-135m-vllm-h200"]),  # every word, any case
+        ("moonshotai B300", ["kimi-k3-8xb300"]),  # the model and the hardware
+        ("TRANSFORMERS", ["llama-850m-h200"]),  # the engine
+        ("llama b300", []),  # both words must match one card
+    ],
+)
+def test_text_search(base_url: str, q: str, expected: list[str]) -> None:
+    html = httpx.get(base_url + "/", params={"q": q}).text
+    assert [c[0] for c in cards_on(html)] == expected
+    assert f'value="{q}"' in html  # the box keeps what was typed
+
+
+def test_search_is_bounded_and_a_bad_sort_refused(base_url: str) -> None:
+    assert httpx.get(base_url + "/", params={"q": "x" * 201}).status_code == 422
+    assert httpx.get(base_url + "/", params={"sort": "bogus"}).status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("sort", "expected"),
+    [
+        ("price", ["llama-850m-h200", "smollm2-135m-vllm-h200", "tiny-sim", "kimi-k3-8xb300"]),
+        ("-price", ["kimi-k3-8xb300", "llama-850m-h200", "smollm2-135m-vllm-h200", "tiny-sim"]),
+        # latency p50 at its lowest concurrency: llama 894 ms at 1, K3 18695 ms at 8; the
+        # others publish no p50 latency and go last, in the default order
+        ("latency", ["llama-850m-h200", "kimi-k3-8xb300", "smollm2-135m-vllm-h200", "tiny-sim"]),
+        # output throughput per GPU, highest first: llama 788.2, tiny-sim 218.3
+        (
+            "throughput",
+            ["llama-850m-h200", "tiny-sim", "kimi-k3-8xb300", "smollm2-135m-vllm-h200"],
+        ),
+    ],
+)
+def test_sort(base_url: str, sort: str, expected: list[str]) -> None:
+    with httpx.Client(base_url=base_url) as client:
+        client.get("/", params={"sort": sort})  # the second answer comes from the page cache
+        html = client.get("/", params={"sort": sort}).text
+    assert [c[0] for c in cards_on(html)] == expected
+    assert f'<option value="{sort}" selected>' in html
+
+
+def test_a_latency_sort_says_which_figure_it_compared(base_url: str) -> None:
+    html = httpx.get(base_url + "/", params={"sort": "latency"}).text
+    llama = _card_html(html, "llama-850m-h200")
+    assert "Sorted by Latency p50: 894 ms at concurrency 1" in llama
+    assert "No latency p50 figure: listed last" in _card_html(html, "smollm2-135m-vllm-h200")
+
+
+def test_price_sits_under_the_title(base_url: str) -> None:
+    card = _card_html(httpx.get(base_url + "/").text, "kimi-k3-8xb300")
+    after_title = card[card.index("</h2>") + len("</h2>") :]
+    assert after_title.lstrip().startswith('<p class="price">25,000 USD, once')
+
+
+def test_clear_filters_link_only_when_something_is_filtered(base_url: str) -> None:
+    assert 'id="clear-filters"' not in httpx.get(base_url + "/").text
+    for params in ({"gpu": "H200"}, {"q": "none of these"}, {"sort": "price"}):
+        html = httpx.get(base_url + "/", params=params).text
+        assert '<a id="clear-filters" href="/">clear filters</a>' in html, params
+
+
+def test_filters_work_without_javascript_and_apply_on_change_with_it(base_url: str) -> None:
+    html = httpx.get(base_url + "/").text
+    form = html[html.index('<form class="filters"') :]
+    form = form[: form.index("</form>")]
+    assert '<button type="submit">Filter</button>' in form  # no script needed
+    for name in ("q", "gpu", "engine", "model", "sort"):
+        assert f'name="{name}"' in form
+    assert '<script src="/static/catalog.js" defer></script>' in html
+    script = httpx.get(base_url + "/static/catalog.js")
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert 'querySelectorAll("form.filters select")' in script.text
+    assert "requestSubmit" in script.text
+
+
+def test_the_catalog_offers_compare_checkboxes(base_url: str) -> None:
+    html = httpx.get(base_url + "/").text
+    form = html[html.index('<form id="compare" method="get" action="/compare">') :]
+    form = form[: form.index("</form>")]
+    for package_id, version in cards_on(html):
+        assert f'<input type="checkbox" name="v" value="{package_id}@{version}">' in form
+    assert '<button type="submit">Compare selected</button>' in form
+
+
+def test_compare_shows_versions_side_by_side(base_url: str) -> None:
+    response = httpx.get(
+        base_url + "/compare", params=[("v", "llama-850m-h200@1.0.0"), ("v", "tiny-sim@0.1.0")]
+    )
+    assert response.status_code == 200
+    html = response.text
+    table = html[html.index('<table id="compare-table"') : html.index("</table>")]
+    assert table.count('<th scope="col"><a href="/packages/') == 2
+    row = table[table.index("Latency p50, concurrency 1") :]
+    row = row[: row.index("</tr>")]
+    assert "894 ms" in row and "not published" in row
+    row = table[table.index('<th scope="row">Hardware</th>') :]
+    assert "H200" in row[: row.index("</tr>")]
+
+
+@pytest.mark.parametrize(
+    ("versions", "status"),
+    [
+        ([], 422),
+        (["tiny-sim@0.1.0"], 422),
+        (["tiny-sim@0.1.0", "tiny-sim@0.1.0"], 422),  # the same version twice is one
+        (
+            [
+                "tiny-sim@0.1.0",
+                "llama-850m-h200@1.0.0",
+                "kimi-k3-8xb300@1.0.0",
+                "smollm2-135m-vllm-h200@1.0.0",
+            ],
+            422,
+        ),
+        (["tiny-sim@0.1.0", "nope@1.0.0"], 404),
+        (["tiny-sim@0.1.0", "tiny-sim"], 404),
+    ],
+)
+def test_compare_takes_two_or_three_known_versions(
+    base_url: str, versions: list[str], status: int
+) -> None:
+    response = httpx.get(base_url + "/compare", params=[("v", v) for v in versions])
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith("text/html")

@@ -111,6 +111,7 @@ class Card(BaseModel):
     package_license: str
     model_license: str
     price: str
+    price_usd: float = 0.0
     tier: str
     maintenance: str
     checks_pass: bool
@@ -308,6 +309,7 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
         package_license=f"{pkg.license.name} {pkg.license.version} ({pkg.license.date})",
         model_license=pkg.model.license.name,
         price=f"{pkg.pricing.usd:,.0f} USD, once",
+        price_usd=pkg.pricing.usd,
         tier=pkg.pricing.tier.value,
         maintenance=(
             f"{maintenance.usd_per_year:,.0f} USD a year: always the latest verified version"

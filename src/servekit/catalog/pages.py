@@ -14,13 +14,13 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from servekit.catalog.cards import Card, build_card, figure_workload
-from servekit.catalog.chart import Panel, charts
+from servekit.catalog.cards import Card, CardFigure, build_card, figure_workload
+from servekit.catalog.chart import Panel, charts, panel_of
 from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
-from servekit.errors import PackageError, UsageError
+from servekit.errors import NotFoundError, PackageError, UsageError
 from servekit.package.files import PACKAGE_GLOB
 from servekit.package.load import LoadedPackage, load_package
-from servekit.package.models import MeasurementStatus, Package, Workload
+from servekit.package.models import MeasurementStatus, Metric, Package, Workload
 from servekit.package.rules import check
 
 
@@ -255,3 +255,97 @@ def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
 
 def listing_of(catalog: Catalog, query: Query, page_size: int) -> Listing:
     return list_cards(catalog.on_sale, query, all_facets=catalog.facets, page_size=page_size)
+
+
+# --- the compare page -------------------------------------------------------------------
+
+COMPARE_MIN, COMPARE_MAX = 2, 3
+
+
+class CompareRow(BaseModel):
+    """One line of the comparison: a name and one cell per version ("" for none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    cells: tuple[str, ...]
+    figures: tuple[CardFigure | None, ...] = ()
+    """For a figure row: each version's figure, None where it published none."""
+
+
+class ComparePage(BaseModel):
+    """Two or three package versions side by side: their facts, then every figure any of
+    them published, matched by metric, statistic, scope and concurrency."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cards: tuple[Card, ...]
+    facts: tuple[CompareRow, ...]
+    figures: tuple[CompareRow, ...]
+
+
+def _facts(cards: tuple[Card, ...]) -> tuple[CompareRow, ...]:
+    fields = (
+        ("Price", lambda c: f"{c.price} ({c.tier})"),
+        ("Maintenance", lambda c: c.maintenance),
+        ("Status", lambda c: c.status + (": not for sale" if c.draft else "")),
+        ("Model", lambda c: c.model_repo),
+        ("Hardware", lambda c: c.hardware),
+        ("Engine", lambda c: c.engine),
+        ("Accuracy", lambda c: f"{c.accuracy_claim} (gate {c.accuracy_gate})"),
+        ("Licence", lambda c: f"{c.package_license}; model: {c.model_license}"),
+        ("Published", lambda c: str(c.published or "not yet")),
+        ("Claim rules", lambda c: "pass" if c.checks_pass else f"{len(c.violations)} refused"),
+    )
+    return tuple(CompareRow(name=n, cells=tuple(get(c) for c in cards)) for n, get in fields)
+
+
+_FigureKey = tuple[int, str, str, bool, int]
+
+
+def _figure_key(fig: CardFigure) -> _FigureKey:
+    return (
+        list(Panel).index(panel_of(Metric(fig.metric))),
+        fig.metric,
+        fig.statistic,
+        fig.per_gpu,
+        fig.concurrency,
+    )
+
+
+def _figure_rows(cards: tuple[Card, ...]) -> tuple[CompareRow, ...]:
+    table: dict[_FigureKey, list[CardFigure | None]] = {}
+    for column, card in enumerate(cards):
+        for fig in card.figures:
+            cells = table.setdefault(_figure_key(fig), [None] * len(cards))
+            cells[column] = cells[column] or fig
+    rows = []
+    for key, cells in sorted(table.items()):
+        label = next(f.label for f in cells if f is not None)
+        texts = tuple(f.display if f else "not published" for f in cells)
+        rows.append(
+            CompareRow(name=f"{label}, concurrency {key[-1]}", cells=texts, figures=tuple(cells))
+        )
+    return tuple(rows)
+
+
+def compare_page(catalog: Catalog, wanted: list[str]) -> ComparePage:
+    """The versions named ``ID@VERSION`` (duplicates dropped), two or three of them."""
+    keys = list(dict.fromkeys(w.strip() for w in wanted if w.strip()))
+    if not COMPARE_MIN <= len(keys) <= COMPARE_MAX:
+        raise UsageError(
+            f"compare takes {COMPARE_MIN} or {COMPARE_MAX} package versions, got {len(keys)}",
+            hint="tick two or three versions on the catalog page, then Compare selected",
+        )
+    entries = []
+    for key in keys:
+        package_id, _, version = key.partition("@")
+        entry = catalog.get(package_id, version)
+        if entry is None:
+            raise NotFoundError(
+                f"no published package {package_id} {version} (from {key!r})",
+                hint="compare takes ID@VERSION of versions the catalog page lists",
+            )
+        entries.append(entry)
+    cards = tuple(e.card for e in entries)
+    return ComparePage(cards=cards, facts=_facts(cards), figures=_figure_rows(cards))

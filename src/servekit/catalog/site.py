@@ -33,11 +33,21 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from servekit.catalog.cards import Card
 from servekit.catalog.chart import Panel, charts, render
-from servekit.catalog.listing import PAGE_SIZE, Listing, Query
-from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
+from servekit.catalog.listing import MAX_SEARCH, PAGE_SIZE, Listing, Query, Sort, sort_figure
+from servekit.catalog.pages import (
+    Catalog,
+    ComparePage,
+    Entry,
+    Links,
+    PackagePage,
+    listing_of,
+    package_page,
+)
 from servekit.errors import UsageError
 
 STYLESHEET = "catalog.css"
+SCRIPT = "catalog.js"
+"""The live catalog page's one script: filters apply on change (the page works without it)."""
 COPY_THREADS = 4  # copies wait on the file system more than on the CPU: 4 overlap that
 MARKER = ".servekit-catalog-export"
 """The file that says a directory is a catalog export, which a later export may empty."""
@@ -47,9 +57,11 @@ MARKER_TEXT = (
 )
 
 # The pages' Content-Security-Policy, also in a <meta> tag so the static export carries
-# it: no script source at all, styles and images from the page's own origin only.
+# it: scripts, styles and images from the page's own origin only (the one script is
+# SCRIPT, on the live catalog page), nothing inline.
 PAGE_POLICY = (
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; base-uri 'none'"
 )
 
 
@@ -70,6 +82,8 @@ def environment() -> Environment:
     env.globals["query_string"] = query_string
     env.globals["Query"] = Query
     env.globals["page_policy"] = PAGE_POLICY
+    env.globals.update(Sort=Sort, sorts=list(Sort), sort_figure=sort_figure)
+    env.globals["max_search"] = MAX_SEARCH
     return env
 
 
@@ -83,8 +97,13 @@ def stylesheet() -> bytes:
     return files("servekit.catalog").joinpath("static", STYLESHEET).read_bytes()
 
 
+def script() -> bytes:
+    return files("servekit.catalog").joinpath("static", SCRIPT).read_bytes()
+
+
 def render_index(listing: Listing, links: Links, *, live: bool) -> str:
-    """The catalog page; ``live`` adds the filter form (a static site cannot filter)."""
+    """The catalog page; ``live`` adds the search, filter and sort form and the compare
+    checkboxes (the static export has neither: its pages are the default order)."""
     template = environment().get_template("catalog/index.html")
     return template.render(listing=listing, links=links, live=live)
 
@@ -92,6 +111,12 @@ def render_index(listing: Listing, links: Links, *, live: bool) -> str:
 def render_package(page: PackagePage, links: Links, *, live: bool) -> str:
     template = environment().get_template("catalog/package.html")
     return template.render(page=page, card=page.card, pkg=page.package, links=links, live=live)
+
+
+def render_compare(page: ComparePage, links: Links) -> str:
+    """The compare page (live only: the static export has no way to pick versions)."""
+    template = environment().get_template("catalog/compare.html")
+    return template.render(page=page, links=links, live=True)
 
 
 class StaticLinks:
