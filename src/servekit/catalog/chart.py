@@ -15,8 +15,8 @@ What keeps a chart from misleading:
 * a panel whose series are all single points is not drawn (it would show dots, not a
   trend: the figures table says the same), and no chart at all is drawn when no panel is;
 * the legend uses the figures' own labels, as the page's table shows them;
-* dots are never clipped: markers draw over the axes' edge, and the image is cut to fit
-  everything (``bbox_inches="tight"``).
+* dots are never clipped: the axes leave room around the outermost points, and markers
+  draw over the axes' edge (a value near zero sits on the axis, whole).
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ _RC: dict[Any, Any] = {  # typed loosely: matplotlib types its keys as a Literal
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
+
+
+WIDTH_IN, PLOT_IN, LEGEND_ROW_IN = 4.6, 2.9, 0.2  # the figure's width, plot and legend rows
 
 
 class Panel(StrEnum):
@@ -175,11 +178,13 @@ def _plot(ax: Any, chart: Chart) -> None:
             if len(run) > 1:
                 ax.plot(xs, ys, color=color, linewidth=1.5, gid=f"line-{index}")
             for point in run if len(run) == 1 else ():
+                last = point.concurrency == chart.grid[-1]  # label leftwards at the right edge
                 ax.annotate(
                     point.text,
                     (point.concurrency, point.value),
-                    xytext=(5, 5),
+                    xytext=(-5 if last else 5, 5),
                     textcoords="offset points",
+                    ha="right" if last else "left",
                     fontsize=8,
                     color=color,
                     annotation_clip=False,
@@ -210,7 +215,7 @@ def _axes(ax: Any, chart: Chart) -> None:
     top = max(p.value for s in chart.series for p in s.points)
     ax.set_ylim(0, top * 1.2)
     legend = ax.legend(
-        frameon=False, loc="upper left", bbox_to_anchor=(0.0, -0.22), borderaxespad=0.0
+        frameon=False, loc="upper left", bbox_to_anchor=(-0.02, -0.2), borderaxespad=0.0
     )
     for text in legend.get_texts():
         text.set_parse_math(False)  # a label's "$" is a dollar, never mathtext
@@ -224,16 +229,21 @@ def render(chart: Chart) -> bytes:
     matplotlib.use("svg")
     from matplotlib.figure import Figure
 
+    # One width and one plot area for every panel, so panels side by side share a scale;
+    # the legend's rows, below the plot, add height.
+    legend = LEGEND_ROW_IN * len(chart.series)
+    height = PLOT_IN + legend
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(4.6, 3.0))
+        fig = Figure(figsize=(WIDTH_IN, height))
         ax = fig.subplots()
         ax.set_gid(f"chart-{chart.panel.value}")
         _plot(ax, chart)
         _axes(ax, chart)
-        buf = io.BytesIO()
-        fig.savefig(
-            buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None}
+        fig.subplots_adjust(
+            left=0.16, right=0.95, top=1 - 0.3 / height, bottom=(0.6 + legend) / height
         )
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return buf.getvalue()
 
 
