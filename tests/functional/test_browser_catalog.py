@@ -73,21 +73,24 @@ def test_no_page_scrolls_sideways(browser: tuple[str, object], size: str, shots:
     assert tab.errors == []  # type: ignore[attr-defined]
 
 
-def test_filters_apply_on_change_with_the_script(browser: tuple[str, object]) -> None:
+def test_filters_apply_on_change_with_the_script(browser: tuple[str, object], shots: Path) -> None:
+    """Also writes ``catalog-b300.png``, the README's docs/img/catalog.png."""
     tab = _tab(browser, "desktop")
     assert isinstance(tab, sync_api.Page)
     tab.goto("/")
     with tab.expect_navigation():
-        tab.select_option("select[name=sort]", "throughput")  # no button pressed
+        tab.select_option("select[name=gpu]", "B300")  # no button pressed
+    assert "gpu=B300" in tab.url
+    sync_api.expect(tab.locator("article.card")).to_have_count(1)
+    tab.screenshot(path=shots / "catalog-b300.png", full_page=True)
+    tab.get_by_role("link", name="clear filters").click()
+    sync_api.expect(tab.locator("article.card")).to_have_count(4)
+    with tab.expect_navigation():
+        tab.select_option("select[name=sort]", "throughput")
     assert "sort=throughput" in tab.url
     sync_api.expect(tab.locator("article.card").first).to_have_attribute(
         "data-package", "llama-850m-h200"
     )
-    with tab.expect_navigation():
-        tab.select_option("select[name=gpu]", "B300")
-    sync_api.expect(tab.locator("article.card")).to_have_count(1)
-    tab.get_by_role("link", name="clear filters").click()
-    sync_api.expect(tab.locator("article.card")).to_have_count(4)
     assert tab.errors == []  # type: ignore[attr-defined]
 
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import httpx
 import pytest
 
+from servekit.config import Settings
+from servekit.store import accounts
+from servekit.store.db import open_store
 from servekit.web.security import CONTENT_SECURITY_POLICY
+from tests.web.api.world import PASSWORD, auth, buy
 
 
 class _Cards(HTMLParser):
@@ -77,7 +82,7 @@ def test_package_page_shows_the_definition(base_url: str) -> None:
         "Accuracy gate: passed",
         "not reported",
         "Kimi K3 License",
-        "servekit verify kit kimi-k3-8xb300-1.0.0.tar.gz --trust publisher.pub",
+        "servekit verify kit kimi-k3-8xb300-1.0.0.kit.tar.gz --trust publisher.pub",
         "1,561,",  # model size in bytes
         'id="no-chart"',  # every K3 figure is at one concurrency: the table alone
     ):
@@ -325,3 +330,41 @@ def test_compare_takes_two_or_three_known_versions(
     response = httpx.get(base_url + "/compare", params=[("v", v) for v in versions])
     assert response.status_code == status
     assert response.headers["content-type"].startswith("text/html")
+
+
+# --- the buyer's commands (issue 21.3) -------------------------------------------------
+
+
+def test_package_page_commands_use_the_downloaded_file_name(
+    base_url: str, examples_home: Path
+) -> None:
+    """A buyer gets the kit from the store and types the page's commands: the file name in
+    them is the one the download is saved as, and the kit is unpacked by servekit, never tar."""
+    store = open_store(Settings(home=examples_home))
+    try:
+        with store.transaction() as s:
+            uid = accounts.create_user("commands@example.com", PASSWORD, session=s)
+            accounts.create_workspace("commands", "Commands", owner_id=uid, session=s)
+    finally:
+        store.engine.dispose()
+    with httpx.Client(base_url=base_url) as client:
+        session = client.post(
+            "/api/v1/sessions", json={"email": "commands@example.com", "password": PASSWORD}
+        ).json()["token"]
+        buy(client, session, "commands", "llama-850m-h200", "1.0.0", "commands-llama-1")
+        kit = client.get(
+            "/api/v1/workspaces/commands/downloads/llama-850m-h200/1.0.0", headers=auth(session)
+        )
+        page = client.get("/packages/llama-850m-h200/1.0.0").text
+    assert kit.status_code == 200, kit.text
+    name = re.fullmatch(r'attachment; filename="([^"]+)"', kit.headers["content-disposition"])
+    assert name and name.group(1) == "llama-850m-h200-1.0.0.kit.tar.gz"
+    block = page[page.index('<pre id="verify-commands"><code>') : page.index("</code></pre>")]
+    commands = block.split("<code>", 1)[1].splitlines()
+    assert commands == [
+        f"servekit verify kit {name.group(1)} --trust publisher.pub --expect llama-850m-h200@1.0.0",
+        f"servekit kit unpack {name.group(1)} llama-850m-h200-1.0.0 --trust publisher.pub "
+        "--expect llama-850m-h200@1.0.0",
+        f"servekit verify weights /path/to/weights --kit {name.group(1)} --trust publisher.pub",
+    ]
+    assert "tar -x" not in page

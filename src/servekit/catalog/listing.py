@@ -41,13 +41,13 @@ class Sort(StrEnum):
             case Sort.DEFAULT:
                 return "name"
             case Sort.PRICE:
-                return "price, lowest first"
+                return "price: low to high"
             case Sort.PRICE_DESC:
-                return "price, highest first"
+                return "price: high to low"
             case Sort.LATENCY:
-                return "latency p50, lowest first"
+                return "latency p50: low to high"
             case Sort.THROUGHPUT:
-                return "output throughput per GPU, highest first"
+                return "throughput per GPU: high to low"
 
 
 def _latency(card: Card) -> CardFigure | None:

@@ -18,6 +18,7 @@ from servekit.catalog.cards import Card, CardFigure, build_card, figure_workload
 from servekit.catalog.chart import Panel, charts, panel_of
 from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
 from servekit.errors import NotFoundError, PackageError, UsageError
+from servekit.kit.archive import kit_filename
 from servekit.package.files import PACKAGE_GLOB
 from servekit.package.load import LoadedPackage, load_package
 from servekit.package.models import MeasurementStatus, Metric, Package, Workload
@@ -166,7 +167,8 @@ class PackagePage(BaseModel):
     kit_contains: tuple[str, ...]
     kit_excludes: tuple[str, ...]
     history: tuple[VersionRow, ...]
-    verify_commands: tuple[str, ...]
+    kit_file: str
+    """The name the store's download gives the kit, as the page's commands spell it."""
     charts: tuple[Panel, ...]
     """The chart panels drawn (none when every series is a single point)."""
     retracted: str | None = None  # the store's reason, when this version is off sale
@@ -225,15 +227,6 @@ def _changes(pkg: Package) -> tuple[str, ...]:
     )
 
 
-def _verify_commands(card: Card) -> tuple[str, ...]:
-    kit = f"{card.id}-{card.version}.tar.gz"
-    return (
-        f"servekit verify kit {kit} --trust publisher.pub",
-        f"mkdir kit && tar -xzf {kit} -C kit",
-        f"servekit verify weights /path/to/weights --kit {kit} --trust publisher.pub",
-    )
-
-
 def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
     contains, excludes = _kit(entry.package, entry.card)
     history = tuple(
@@ -247,7 +240,7 @@ def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
         kit_contains=contains,
         kit_excludes=excludes,
         history=history,
-        verify_commands=_verify_commands(entry.card),
+        kit_file=kit_filename(entry.card.id, entry.card.version),
         charts=tuple(c.panel for c in charts(entry.card.figures, entry.card.concurrencies)),
         retracted=catalog.retracted.get((entry.card.id, entry.card.version)),
     )
