@@ -259,3 +259,17 @@ def test_a_dollar_or_markup_in_a_label_is_text() -> None:
 )
 def test_series_name(labels: list[str], name: str) -> None:
     assert series_name(labels) == name
+
+
+def test_request_throughput_has_its_own_panel() -> None:
+    figures = [
+        _fig(f"r{c}", "request_throughput", "value", c, 1.5 * c, label="Requests", unit="req/s")
+        for c in (1, 4)
+    ] + [_fig(f"t{c}", "total_token_throughput", "value", c, 900.0 * c) for c in (1, 4)]
+    drawn = charts(figures, (1, 4))
+    assert [c.panel for c in drawn] == [Panel.THROUGHPUT, Panel.REQUESTS]
+    parsed = parse(render(drawn[1]), Panel.REQUESTS)
+    assert parsed.ylabel == "requests per second" and parsed.legend == ["Requests"]
+    card = _card(figures, (1, 4))
+    _check(card, Panel.REQUESTS, parsed)
+    assert Panel.REQUESTS.heading == "Request throughput"

@@ -46,7 +46,7 @@ class Sort(StrEnum):
                 return "price: high to low"
             case Sort.LATENCY:
                 return "latency p50: low to high"
-            case Sort.THROUGHPUT:
+            case Sort.THROUGHPUT:  # pragma: no branch
                 return "throughput per GPU: high to low"
 
 
@@ -68,7 +68,7 @@ def sort_figure(card: Card, sort: Sort) -> CardFigure | None:
             return _latency(card)
         case Sort.THROUGHPUT:
             return _throughput(card)
-        case Sort.DEFAULT | Sort.PRICE | Sort.PRICE_DESC:
+        case Sort.DEFAULT | Sort.PRICE | Sort.PRICE_DESC:  # pragma: no branch
             return None
 
 
@@ -79,7 +79,7 @@ def _sorted(cards: list[Card], sort: Sort) -> list[Card]:
             return cards
         case Sort.PRICE | Sort.PRICE_DESC:
             return sorted(cards, key=lambda c: c.price_usd, reverse=sort is Sort.PRICE_DESC)
-        case Sort.LATENCY | Sort.THROUGHPUT:
+        case Sort.LATENCY | Sort.THROUGHPUT:  # pragma: no branch
             sign = 1 if sort is Sort.LATENCY else -1
 
             def key(card: Card) -> tuple[bool, float]:
