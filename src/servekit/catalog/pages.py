@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict
 
 from servekit.catalog.cards import Card, CardFigure, build_card, figure_workload
 from servekit.catalog.chart import Panel, charts, panel_of
-from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
+from servekit.catalog.listing import (
+    CardKeys,
+    Facets,
+    Listing,
+    Query,
+    card_keys,
+    facets,
+    list_cards,
+)
 from servekit.errors import NotFoundError, PackageError, UsageError
 from servekit.kit.archive import kit_filename
 from servekit.package.files import PACKAGE_GLOB
@@ -74,6 +82,7 @@ class Catalog:
     retracted: dict[tuple[str, str], str] = field(default_factory=dict)
     _by_key: dict[tuple[str, str], Entry] = field(init=False)
     _by_id: dict[str, list[Entry]] = field(init=False)
+    _keys: dict[tuple[str, str], CardKeys] = field(init=False)
     facets: Facets = field(init=False)
 
     def __post_init__(self) -> None:
@@ -84,6 +93,11 @@ class Catalog:
         for e in self.entries:  # in version order: a package page lists its history
             self._by_id.setdefault(e.card.id, []).append(e)
         self.facets = facets(self.on_sale)
+        self._keys = {(e.card.id, e.card.version): card_keys(e.card) for e in self.entries}
+
+    def keys_of(self, card: Card) -> CardKeys:
+        """The card's search and sort keys, worked out when the catalog was made."""
+        return self._keys[(card.id, card.version)]
 
     @property
     def cards(self) -> list[Card]:
@@ -247,7 +261,13 @@ def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
 
 
 def listing_of(catalog: Catalog, query: Query, page_size: int) -> Listing:
-    return list_cards(catalog.on_sale, query, all_facets=catalog.facets, page_size=page_size)
+    return list_cards(
+        catalog.on_sale,
+        query,
+        all_facets=catalog.facets,
+        page_size=page_size,
+        keys=catalog.keys_of,
+    )
 
 
 # --- the compare page -------------------------------------------------------------------
