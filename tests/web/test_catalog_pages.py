@@ -14,6 +14,7 @@ from servekit.store import accounts
 from servekit.store.db import open_store
 from servekit.web.security import CONTENT_SECURITY_POLICY
 from tests.web.api.world import PASSWORD, auth, buy
+from tests.web.test_hostile_text import PAYLOAD, audit
 
 
 class _Cards(HTMLParser):
@@ -148,6 +149,7 @@ def test_secure_headers(base_url: str, path: str) -> None:
         ("/", "/?page=01"),  # the cache answers canonical page numbers; the router the rest
         ("/?gpu=H200&page=1", "/?gpu=H200&page=+1"),
         ("/packages/tiny-sim/0.1.0", "/packages/tiny-sim/0.1.0?x=1"),
+        ("/?q=h200&sort=-price", "/?q=h200&sort=-price&page=01"),
     ],
 )
 def test_a_page_from_the_cache_is_the_page_from_the_route(
@@ -217,6 +219,12 @@ def test_text_search(base_url: str, q: str, expected: list[str]) -> None:
     html = httpx.get(base_url + "/", params={"q": q}).text
     assert [c[0] for c in cards_on(html)] == expected
     assert f'value="{q}"' in html  # the box keeps what was typed
+
+
+def test_a_hostile_search_is_shown_as_text(base_url: str) -> None:
+    html = httpx.get(base_url + "/", params={"q": PAYLOAD}).text
+    assert audit(html) == [] and cards_on(html) == []
+    assert 'value="&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;' in html
 
 
 def test_search_is_bounded_and_a_bad_sort_refused(base_url: str) -> None:
