@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -273,3 +274,15 @@ def test_request_throughput_has_its_own_panel() -> None:
     card = _card(figures, (1, 4))
     _check(card, Panel.REQUESTS, parsed)
     assert Panel.REQUESTS.heading == "Request throughput"
+
+
+def test_charts_drawn_at_once_in_threads_are_the_charts_drawn_alone() -> None:
+    """A page's charts are fetched together, each drawn in a worker thread; matplotlib is
+    not thread-safe, so drawing two at once must not mix them (nor cache the mix)."""
+    drawn = [c for card in example_cards() for c in charts(card.figures, card.concurrencies)]
+    alone = [render(c) for c in drawn]
+    for _ in range(2):
+        render.cache_clear()
+        with ThreadPoolExecutor(len(drawn)) as pool:
+            together = list(pool.map(render, drawn))
+        assert together == alone

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from itertools import takewhile
+from threading import Lock
 from typing import Any
 
 from servekit.catalog.cards import CardFigure
@@ -221,9 +222,19 @@ def _axes(ax: Any, chart: Chart) -> None:
         text.set_parse_math(False)  # a label's "$" is a dollar, never mathtext
 
 
+_DRAWING = Lock()
+"""matplotlib is not thread-safe: a page's charts are fetched at once, each in a worker
+thread, and two drawn together corrupted each other's ticks (and the cache kept that)."""
+
+
 @lru_cache(maxsize=256)
 def render(chart: Chart) -> bytes:
-    """SVG bytes of one panel (cached by its values)."""
+    """SVG bytes of one panel (cached by its values; drawn one at a time)."""
+    with _DRAWING:
+        return _draw(chart)
+
+
+def _draw(chart: Chart) -> bytes:
     import matplotlib
 
     matplotlib.use("svg")
