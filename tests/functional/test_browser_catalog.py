@@ -106,6 +106,7 @@ def test_search_and_compare_without_javascript(browser: tuple[str, object], shot
     tab.get_by_role("button", name="Compare selected").click()
     assert "/compare?" in tab.url
     sync_api.expect(tab.locator("#compare-table thead th a")).to_have_count(2)
+    tab.wait_for_load_state("load")  # the stylesheet applied: widths are final
     width = tab.evaluate("document.documentElement.scrollWidth")
     assert width <= tab.evaluate("window.innerWidth"), f"{tab.url} is {width} px wide"
     tab.screenshot(path=shots / "phone-compare-nojs.png", full_page=True)
