@@ -286,3 +286,15 @@ def test_charts_drawn_at_once_in_threads_are_the_charts_drawn_alone() -> None:
         with ThreadPoolExecutor(len(drawn)) as pool:
             together = list(pool.map(render, drawn))
         assert together == alone
+
+
+def test_two_workloads_with_one_label_are_told_apart_in_the_legend() -> None:
+    figures = [
+        _fig(f"{w}{c}", "e2el", "p50", c, 10.0 * c, label="Latency p50", workload=w)
+        for w in ("short", "long")
+        for c in (1, 2)
+    ]
+    (chart,) = charts(figures, ())
+    parsed = parse(render(chart), chart.panel)
+    assert parsed.legend == ["Latency p50 (workload long)", "Latency p50 (workload short)"]
+    assert sorted(len(p) for paths in parsed.lines.values() for p in paths) == [2, 2]

@@ -152,14 +152,23 @@ def _group(figures: Iterable[CardFigure]) -> dict[Panel, list[Series]]:
     groups: dict[tuple[str, str, str, bool], list[CardFigure]] = defaultdict(list)
     for fig in sorted(figures, key=lambda f: (f.concurrency, f.id)):
         groups[(fig.workload, fig.metric, fig.statistic, fig.per_gpu)].append(fig)
-    panels: dict[Panel, list[Series]] = defaultdict(list)
-    for (_, metric, _, _), figs in sorted(groups.items()):
+    named: dict[Panel, list[tuple[str, str, tuple[Point, ...]]]] = defaultdict(list)
+    for (workload, metric, _, _), figs in sorted(groups.items()):
         points: dict[int, Point] = {}
         for f in figs:
             points.setdefault(f.concurrency, Point(f.concurrency, f.value, f.display))
         name = series_name([f.label for f in figs])
-        panels[panel_of(Metric(metric))].append(Series(name, tuple(points.values())))
-    return panels
+        named[panel_of(Metric(metric))].append((name, workload, tuple(points.values())))
+    return {panel: _distinct(entries) for panel, entries in named.items()}
+
+
+def _distinct(entries: list[tuple[str, str, tuple[Point, ...]]]) -> list[Series]:
+    """Series of one panel; a name two workloads share says which workload it is."""
+    names = [name for name, _, _ in entries]
+    return [
+        Series(f"{name} (workload {workload})" if names.count(name) > 1 else name, points)
+        for name, workload, points in entries
+    ]
 
 
 def charts(figures: Sequence[CardFigure], grid: Iterable[int]) -> tuple[Chart, ...]:
