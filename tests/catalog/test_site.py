@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from servekit.catalog import export_site, load_catalog
+from servekit.catalog import Catalog, Entry, export_site, load_catalog, package_page, render_package
 from servekit.catalog.chart import charts, render
+from servekit.catalog.site import StaticLinks
+from servekit.web.links import LiveLinks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "packages"
@@ -40,3 +42,16 @@ def test_charts_are_exported_per_panel_and_deterministic(tmp_path: Path) -> None
     backward = charts(tuple(reversed(card.figures)), reversed(card.concurrencies))
     assert [render(c) for c in forward] == [render(c) for c in backward]
     assert all(b"<script" not in render(c) for c in forward)
+
+
+def test_a_live_package_page_links_each_other_version_to_compare() -> None:
+    catalog = load_catalog(EXAMPLES)
+    first = next(e for e in catalog.entries if e.card.id == "tiny-sim")
+    later = Entry(loaded=first.loaded, card=first.card.model_copy(update={"version": "0.2.0"}))
+    both = Catalog([first, later])
+    live = render_package(package_page(both, later), LiveLinks(), live=True)
+    href = "/compare?v=tiny-sim@0.2.0&amp;v=tiny-sim@0.1.0"
+    assert f'<a class="compare" href="{href}">compare with this page</a>' in live
+    assert 'class="compare"' not in render_package(
+        package_page(both, later), StaticLinks(), live=False
+    )
