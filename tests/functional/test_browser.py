@@ -69,17 +69,20 @@ def test_browse_filter_open_and_follow_the_evidence(page: object, shots: Path) -
     expect(p50.locator(".badge")).to_have_text("reported")
     tab.screenshot(path=shots / "02-catalog-filtered.png", full_page=True)
 
-    # 3. open the package: the chart (matplotlib SVG) loads, the floor and verify commands show
+    # 3. open the package: every figure is at one concurrency, so no chart, the table alone
     card.get_by_role("link", name="Kimi K3 on 8x B300 (vLLM source build)").click()
     expect(tab.locator("h1")).to_contain_text("Kimi K3")
-    chart = tab.locator("img.chart")
-    expect(chart).to_be_visible()
-    assert chart.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
+    expect(tab.locator("#no-chart")).to_be_visible()
+    expect(tab.locator("img.chart")).to_have_count(0)
     expect(tab.locator("#verify + p + pre")).to_contain_text("servekit verify kit")
     tab.screenshot(path=shots / "03-package-k3.png", full_page=True)
 
     # 4. a measured package: a figure links to the raw records it was recomputed from
     tab.goto("/packages/llama-850m-h200/1.0.0")
+    charts = tab.locator("img.chart")
+    expect(charts).to_have_count(3)  # latency, per-token times, throughput: one axis each
+    for index in range(3):
+        assert charts.nth(index).evaluate("i => i.decode().then(() => i.naturalWidth)") > 0
     tab.screenshot(path=shots / "04-package-llama.png", full_page=True)
     link = tab.locator("#figure-table a", has_text="raw records").first
     link.click()

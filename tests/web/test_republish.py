@@ -19,7 +19,7 @@ def _figure_ids(html: str) -> set[str]:
 
 def _value(html: str, figure: str) -> str:
     row = html.split(f'<tr data-figure="{figure}">', 1)[1]
-    return row.split("<td>")[2].split("</td>")[0]
+    return row.split('<td data-label="Value">')[1].split("</td>")[0]
 
 
 def test_retract_and_rerun_change_the_card(tmp_path: Path) -> None:

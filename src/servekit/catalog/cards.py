@@ -68,6 +68,8 @@ class CardFigure(BaseModel):
     value: float
     unit: str
     per_gpu: bool
+    workload: str
+    """The id of the workload the figure was measured on ("" when the package names none)."""
     proof: tuple[Link, ...]
 
 
@@ -101,11 +103,15 @@ class Card(BaseModel):
     accuracy_claim: str
     accuracy_method: str
     figures: tuple[CardFigure, ...]
+    concurrencies: tuple[int, ...] = ()
+    """Every concurrency the package measured (its workloads) or named a figure at,
+    retracted figures included: a chart's line never crosses one its series lacks."""
     disclosures: tuple[tuple[str, str], ...]
     solved: tuple[str, ...]
     package_license: str
     model_license: str
     price: str
+    price_usd: float = 0.0
     tier: str
     maintenance: str
     checks_pass: bool
@@ -142,6 +148,20 @@ def _proof(pkg: Package, fig: Figure) -> tuple[Link, ...]:
     return tuple(Link(text=f"raw records of run {r.id}", path=r.file) for r in runs if r)
 
 
+def figure_workload(pkg: Package, fig: Figure) -> str | None:
+    """The id of the workload a figure was measured on: its own, else its first run's."""
+    if fig.measured_on is not None:
+        return fig.measured_on.workload
+    run = pkg.run(fig.runs[0]) if fig.runs else None
+    return run.workload if run else None
+
+
+def _concurrencies(pkg: Package) -> tuple[int, ...]:
+    found = {f.concurrency for f in pkg.measurements.figures}
+    found.update(c for w in pkg.workloads for c in w.concurrencies)
+    return tuple(sorted(found))
+
+
 def _figure(pkg: Package, fig: Figure, result: FigureResult) -> CardFigure:
     badge, text = _badge(fig, result)
     scope = f", {fig.scope.value.replace('_', ' ')}" if fig.scope else ""
@@ -164,6 +184,7 @@ def _figure(pkg: Package, fig: Figure, result: FigureResult) -> CardFigure:
         value=fig.value,
         unit=fig.unit,
         per_gpu=fig.scope is Scope.PER_GPU,
+        workload=figure_workload(pkg, fig) or "",
         proof=_proof(pkg, fig),
     )
 
@@ -282,11 +303,13 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
         accuracy_claim=pkg.accuracy.claim,
         accuracy_method=pkg.accuracy.method.value.replace("_", " "),
         figures=figures,
+        concurrencies=_concurrencies(pkg),
         disclosures=tuple((d.title, d.text) for d in pkg.disclosures),
         solved=pkg.solved,
         package_license=f"{pkg.license.name} {pkg.license.version} ({pkg.license.date})",
         model_license=pkg.model.license.name,
         price=f"{pkg.pricing.usd:,.0f} USD, once",
+        price_usd=pkg.pricing.usd,
         tier=pkg.pricing.tier.value,
         maintenance=(
             f"{maintenance.usd_per_year:,.0f} USD a year: always the latest verified version"

@@ -14,12 +14,22 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from servekit.catalog.cards import Card, build_card
-from servekit.catalog.listing import Facets, Listing, Query, facets, list_cards
-from servekit.errors import PackageError, UsageError
+from servekit.catalog.cards import Card, CardFigure, build_card, figure_workload
+from servekit.catalog.chart import Panel, charts, panel_of
+from servekit.catalog.listing import (
+    CardKeys,
+    Facets,
+    Listing,
+    Query,
+    card_keys,
+    facets,
+    list_cards,
+)
+from servekit.errors import NotFoundError, PackageError, UsageError
+from servekit.kit.archive import kit_filename
 from servekit.package.files import PACKAGE_GLOB
 from servekit.package.load import LoadedPackage, load_package
-from servekit.package.models import MeasurementStatus, Package, Workload
+from servekit.package.models import MeasurementStatus, Metric, Package, Workload
 from servekit.package.rules import check
 
 
@@ -29,7 +39,7 @@ class Links(Protocol):
     def index(self, query: Query) -> str: ...
     def package(self, card: Card) -> str: ...
     def file(self, card: Card, path: str) -> str: ...
-    def chart(self, card: Card) -> str: ...
+    def chart(self, card: Card, panel: Panel) -> str: ...
     def asset(self, name: str) -> str: ...
 
 
@@ -72,6 +82,7 @@ class Catalog:
     retracted: dict[tuple[str, str], str] = field(default_factory=dict)
     _by_key: dict[tuple[str, str], Entry] = field(init=False)
     _by_id: dict[str, list[Entry]] = field(init=False)
+    _keys: dict[tuple[str, str], CardKeys] = field(init=False)
     facets: Facets = field(init=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +93,11 @@ class Catalog:
         for e in self.entries:  # in version order: a package page lists its history
             self._by_id.setdefault(e.card.id, []).append(e)
         self.facets = facets(self.on_sale)
+        self._keys = {(e.card.id, e.card.version): card_keys(e.card) for e in self.entries}
+
+    def keys_of(self, card: Card) -> CardKeys:
+        """The card's search and sort keys, worked out when the catalog was made."""
+        return self._keys[(card.id, card.version)]
 
     @property
     def cards(self) -> list[Card]:
@@ -165,7 +181,10 @@ class PackagePage(BaseModel):
     kit_contains: tuple[str, ...]
     kit_excludes: tuple[str, ...]
     history: tuple[VersionRow, ...]
-    verify_commands: tuple[str, ...]
+    kit_file: str
+    """The name the store's download gives the kit, as the page's commands spell it."""
+    charts: tuple[Panel, ...]
+    """The chart panels drawn (none when every series is a single point)."""
     retracted: str | None = None  # the store's reason, when this version is off sale
 
 
@@ -189,10 +208,7 @@ def _rows(entry: Entry) -> dict[str, FigureRow]:
     pkg = entry.package
     rows = {}
     for fig in pkg.published_figures:
-        workload_id = fig.measured_on.workload if fig.measured_on else None
-        if workload_id is None and fig.runs:
-            run = pkg.run(fig.runs[0])
-            workload_id = run.workload if run else None
+        workload_id = figure_workload(pkg, fig)
         workload = pkg.workload(workload_id) if workload_id else None
         rows[fig.id] = FigureRow(
             figure_id=fig.id, workload=workload, computed=_computed(entry, fig.id)
@@ -225,15 +241,6 @@ def _changes(pkg: Package) -> tuple[str, ...]:
     )
 
 
-def _verify_commands(card: Card) -> tuple[str, ...]:
-    kit = f"{card.id}-{card.version}.tar.gz"
-    return (
-        f"servekit verify kit {kit} --trust publisher.pub",
-        f"mkdir kit && tar -xzf {kit} -C kit",
-        f"servekit verify weights /path/to/weights --kit {kit} --trust publisher.pub",
-    )
-
-
 def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
     contains, excludes = _kit(entry.package, entry.card)
     history = tuple(
@@ -247,10 +254,111 @@ def package_page(catalog: Catalog, entry: Entry) -> PackagePage:
         kit_contains=contains,
         kit_excludes=excludes,
         history=history,
-        verify_commands=_verify_commands(entry.card),
+        kit_file=kit_filename(entry.card.id, entry.card.version),
+        charts=tuple(c.panel for c in charts(entry.card.figures, entry.card.concurrencies)),
         retracted=catalog.retracted.get((entry.card.id, entry.card.version)),
     )
 
 
 def listing_of(catalog: Catalog, query: Query, page_size: int) -> Listing:
-    return list_cards(catalog.on_sale, query, all_facets=catalog.facets, page_size=page_size)
+    return list_cards(
+        catalog.on_sale,
+        query,
+        all_facets=catalog.facets,
+        page_size=page_size,
+        keys=catalog.keys_of,
+    )
+
+
+# --- the compare page -------------------------------------------------------------------
+
+COMPARE_MIN, COMPARE_MAX = 2, 3
+
+
+class CompareRow(BaseModel):
+    """One line of the comparison: a name and one cell per version ("" for none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    cells: tuple[str, ...]
+    figures: tuple[CardFigure | None, ...] = ()
+    """For a figure row: each version's figure, None where it published none."""
+
+
+class ComparePage(BaseModel):
+    """Two or three package versions side by side: their facts, then every figure any of
+    them published, matched by metric, statistic, scope and concurrency."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cards: tuple[Card, ...]
+    facts: tuple[CompareRow, ...]
+    figures: tuple[CompareRow, ...]
+
+
+def _facts(cards: tuple[Card, ...]) -> tuple[CompareRow, ...]:
+    fields = (
+        ("Price", lambda c: f"{c.price} ({c.tier})"),
+        ("Maintenance", lambda c: c.maintenance),
+        ("Status", lambda c: c.status + (": not for sale" if c.draft else "")),
+        ("Model", lambda c: c.model_repo),
+        ("Hardware", lambda c: c.hardware),
+        ("Engine", lambda c: c.engine),
+        ("Accuracy", lambda c: f"{c.accuracy_claim} (gate {c.accuracy_gate})"),
+        ("Licence", lambda c: f"{c.package_license}; model: {c.model_license}"),
+        ("Published", lambda c: str(c.published or "not yet")),
+        ("Claim rules", lambda c: "pass" if c.checks_pass else f"{len(c.violations)} refused"),
+    )
+    return tuple(CompareRow(name=n, cells=tuple(get(c) for c in cards)) for n, get in fields)
+
+
+_FigureKey = tuple[int, str, str, bool, int]
+
+
+def _figure_key(fig: CardFigure) -> _FigureKey:
+    return (
+        list(Panel).index(panel_of(Metric(fig.metric))),
+        fig.metric,
+        fig.statistic,
+        fig.per_gpu,
+        fig.concurrency,
+    )
+
+
+def _figure_rows(cards: tuple[Card, ...]) -> tuple[CompareRow, ...]:
+    table: dict[_FigureKey, list[CardFigure | None]] = {}
+    for column, card in enumerate(cards):
+        for fig in card.figures:
+            cells = table.setdefault(_figure_key(fig), [None] * len(cards))
+            cells[column] = cells[column] or fig
+    rows = []
+    for key, cells in sorted(table.items()):
+        label = next(f.label for f in cells if f is not None)
+        texts = tuple(f.display if f else "not published" for f in cells)
+        rows.append(
+            CompareRow(name=f"{label}, concurrency {key[-1]}", cells=texts, figures=tuple(cells))
+        )
+    return tuple(rows)
+
+
+def compare_page(catalog: Catalog, wanted: list[str]) -> ComparePage:
+    """The versions named ``ID@VERSION`` (duplicates dropped), two or three of them."""
+    keys = list(dict.fromkeys(w.strip() for w in wanted if w.strip()))
+    if not COMPARE_MIN <= len(keys) <= COMPARE_MAX:
+        raise UsageError(
+            f"compare takes {COMPARE_MIN} or {COMPARE_MAX} package versions, got {len(keys)}",
+            hint="tick two or three versions on the catalog page, then Compare selected",
+        )
+    entries = []
+    for key in keys:
+        package_id, _, version = key.partition("@")
+        entry = catalog.get(package_id, version)
+        if entry is None:
+            raise NotFoundError(
+                f"no published package {package_id} {version} (from {key!r})",
+                hint="compare takes ID@VERSION of versions the catalog page lists",
+            )
+        entries.append(entry)
+    cards = tuple(e.card for e in entries)
+    return ComparePage(cards=cards, facts=_facts(cards), figures=_figure_rows(cards))

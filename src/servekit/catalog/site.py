@@ -12,7 +12,7 @@ Export steps:
   3. start copying the files the figures link to, per package version, in threads: the
      kernel copies (``sendfile``) without the GIL while this thread renders;
   4. write one index page per page of cards (``index.html``, ``page-2.html``, ...);
-  5. per package version: the page and its chart; then wait for the copies.
+  5. per package version: the page and its charts; then wait for the copies.
 
 Emptying never leaves the directory: a symbolic link inside it is removed as a link, and
 its target, inside the export or not, is never read, followed or deleted.
@@ -32,12 +32,22 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from servekit.catalog.cards import Card
-from servekit.catalog.chart import render_chart
-from servekit.catalog.listing import PAGE_SIZE, Listing, Query
-from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
+from servekit.catalog.chart import Panel, charts, render
+from servekit.catalog.listing import MAX_SEARCH, PAGE_SIZE, Listing, Query, Sort, sort_figure
+from servekit.catalog.pages import (
+    Catalog,
+    ComparePage,
+    Entry,
+    Links,
+    PackagePage,
+    listing_of,
+    package_page,
+)
 from servekit.errors import UsageError
 
 STYLESHEET = "catalog.css"
+SCRIPT = "catalog.js"
+"""The live catalog page's one script: filters apply on change (the page works without it)."""
 COPY_THREADS = 4  # copies wait on the file system more than on the CPU: 4 overlap that
 MARKER = ".servekit-catalog-export"
 """The file that says a directory is a catalog export, which a later export may empty."""
@@ -47,9 +57,11 @@ MARKER_TEXT = (
 )
 
 # The pages' Content-Security-Policy, also in a <meta> tag so the static export carries
-# it: no script source at all, styles and images from the page's own origin only.
+# it: scripts, styles and images from the page's own origin only (the one script is
+# SCRIPT, on the live catalog page), nothing inline.
 PAGE_POLICY = (
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; base-uri 'none'"
 )
 
 
@@ -70,6 +82,8 @@ def environment() -> Environment:
     env.globals["query_string"] = query_string
     env.globals["Query"] = Query
     env.globals["page_policy"] = PAGE_POLICY
+    env.globals.update(Sort=Sort, sorts=list(Sort), sort_figure=sort_figure)
+    env.globals["max_search"] = MAX_SEARCH
     return env
 
 
@@ -83,8 +97,13 @@ def stylesheet() -> bytes:
     return files("servekit.catalog").joinpath("static", STYLESHEET).read_bytes()
 
 
+def script() -> bytes:
+    return files("servekit.catalog").joinpath("static", SCRIPT).read_bytes()
+
+
 def render_index(listing: Listing, links: Links, *, live: bool) -> str:
-    """The catalog page; ``live`` adds the filter form (a static site cannot filter)."""
+    """The catalog page; ``live`` adds the search, filter and sort form and the compare
+    checkboxes (the static export has neither: its pages are the default order)."""
     template = environment().get_template("catalog/index.html")
     return template.render(listing=listing, links=links, live=live)
 
@@ -92,6 +111,12 @@ def render_index(listing: Listing, links: Links, *, live: bool) -> str:
 def render_package(page: PackagePage, links: Links, *, live: bool) -> str:
     template = environment().get_template("catalog/package.html")
     return template.render(page=page, card=page.card, pkg=page.package, links=links, live=live)
+
+
+def render_compare(page: ComparePage, links: Links) -> str:
+    """The compare page (live only: the static export has no way to pick versions)."""
+    template = environment().get_template("catalog/compare.html")
+    return template.render(page=page, links=links, live=True)
 
 
 class StaticLinks:
@@ -106,8 +131,8 @@ class StaticLinks:
     def file(self, card: Card, path: str) -> str:
         return f"files/{card.id}-{card.version}/{path}"
 
-    def chart(self, card: Card) -> str:
-        return f"{card.id}-{card.version}.svg"
+    def chart(self, card: Card, panel: Panel) -> str:
+        return f"{card.id}-{card.version}-{panel.value}.svg"
 
     def asset(self, name: str) -> str:
         return name
@@ -125,7 +150,8 @@ def _export_entry(catalog: Catalog, entry: Entry, links: StaticLinks, out: Path)
     card = entry.card
     page = out / links.package(card)
     page.write_text(render_package(package_page(catalog, entry), links, live=False), "utf-8")
-    (out / links.chart(card)).write_bytes(render_chart(card.figures))
+    for chart in charts(card.figures, card.concurrencies):
+        (out / links.chart(card, chart.panel)).write_bytes(render(chart))
     return page
 
 
@@ -208,7 +234,7 @@ def export_site(catalog: Catalog, out: Path, *, page_size: int = PAGE_SIZE) -> E
         ]
         # 4. the index pages
         written = _export_index(catalog, links, out, page_size)
-        # 5. the package pages and charts, then the copies (a failed copy raises here)
+        # 5. the package pages and their charts, then the copies (a failed copy raises here)
         written += [_export_entry(catalog, e, links, out) for e in catalog.entries]
         for copy in copies:
             copy.result()

@@ -22,3 +22,9 @@ def write_archive(files: Iterable[KitFile], mtime: int) -> bytes:
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
         gz.write(render_tar(files, mtime))
     return buffer.getvalue()
+
+
+def kit_filename(package_id: str, version: str) -> str:
+    """The file name a kit is downloaded as (the store's attachment name, which the
+    package page's commands use): ``ID-VERSION.kit.tar.gz``."""
+    return f"{package_id}-{version}.kit.tar.gz"

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from servekit.errors import StoreError, StoreNotFoundError
+from servekit.kit.archive import kit_filename
 from servekit.store.accounts import require_buyer
 from servekit.store.models import (
     Download,
@@ -162,7 +163,7 @@ def download(
         package_id=package_id,
         version=ver.version,
         kit_sha256=ver.kit_sha256,
-        filename=f"{package_id}-{ver.version}.kit.tar.gz",
+        filename=kit_filename(package_id, ver.version),
         data=data,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from servekit.catalog import Card, Query
+from servekit.catalog.chart import Panel
 from servekit.catalog.site import query_string
 
 
@@ -20,8 +21,8 @@ class LiveLinks:
     def file(self, card: Card, path: str) -> str:
         return f"{self.package(card)}/files/{quote(path)}"
 
-    def chart(self, card: Card) -> str:
-        return f"{self.package(card)}/chart.svg"
+    def chart(self, card: Card, panel: Panel) -> str:
+        return f"{self.package(card)}/charts/{panel.value}.svg"
 
     def asset(self, name: str) -> str:
         return f"/static/{quote(name)}"

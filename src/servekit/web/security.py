@@ -1,8 +1,8 @@
 """Secure response headers on every response: CSP without inline scripts, and friends.
 
 A pure ASGI middleware (no request body buffering): it adds the headers to the response
-start message. The policy allows no script at all; styles and images come from this
-origin only, and no page may frame this one.
+start message. Scripts, styles and images come from this origin only (the one script is
+the catalog page's filter file), nothing inline, and no page may frame this one.
 """
 
 from __future__ import annotations

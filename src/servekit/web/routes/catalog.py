@@ -23,10 +23,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from servekit.catalog import Catalog, Entry, package_page, render_index, render_package
 from servekit.catalog import Query as CatalogQuery
-from servekit.catalog.chart import render_chart
-from servekit.catalog.listing import PAGE_SIZE
-from servekit.catalog.pages import listing_of
+from servekit.catalog.chart import Panel, chart_of, render
+from servekit.catalog.listing import MAX_SEARCH, PAGE_SIZE, Sort
+from servekit.catalog.pages import compare_page, listing_of
 from servekit.catalog.publish import CatalogSource
+from servekit.catalog.site import render_compare, script
 from servekit.errors import NotFoundError
 from servekit.web.cache import PageCache
 from servekit.web.links import LiveLinks
@@ -36,10 +37,12 @@ router = APIRouter()
 LINKS = LiveLinks()
 MAX_PAGE = 1_000_000
 _PAGE_NUMBER = re.compile(r"[1-9][0-9]{0,6}")  # what the route takes, in canonical form
+SORTS = frozenset(s.value for s in Sort)
+SCRIPT_BYTES = script()
 
 
-def _index_key(gpu: str, engine: str, model: str, page: int) -> Hashable:
-    return ("index", gpu, engine, model, page)
+def _index_key(query: CatalogQuery) -> Hashable:
+    return ("index", query.q, query.gpu, query.engine, query.model, query.sort, query.page)
 
 
 def _package_key(package_id: str, version: str) -> Hashable:
@@ -58,8 +61,14 @@ def _cache_key(scope: Scope) -> Hashable | None:
         page = params.get("page", "1")
         if not _PAGE_NUMBER.fullmatch(page) or int(page) > MAX_PAGE:
             return None
-        gpu, engine, model = (params.get(k, "") for k in ("gpu", "engine", "model"))
-        return _index_key(gpu, engine, model, int(page))
+        q, gpu, engine, model, sort = (
+            params.get(k, "") for k in ("q", "gpu", "engine", "model", "sort")
+        )
+        if len(q) > MAX_SEARCH or sort not in SORTS:
+            return None
+        return _index_key(
+            CatalogQuery(q=q, gpu=gpu, engine=engine, model=model, sort=sort, page=int(page))
+        )
     parts = path.split("/")
     if len(parts) == 4 and parts[1] == "packages" and parts[2] and parts[3]:
         return _package_key(parts[2], parts[3])
@@ -129,19 +138,34 @@ def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
 @router.get("/", response_class=HTMLResponse)
 async def catalog_page(
     request: Request,
+    q: Annotated[str, Query(max_length=MAX_SEARCH)] = "",
     gpu: str = "",
     engine: str = "",
     model: str = "",
+    sort: Sort = Sort.DEFAULT,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
-    """The catalog: one card per published package version, filtered and paginated."""
-    query = CatalogQuery(gpu=gpu, engine=engine, model=model, page=page)
+    """The catalog: one card per published package version, searched, filtered, sorted
+    and paginated."""
+    query = CatalogQuery(q=q, gpu=gpu, engine=engine, model=model, sort=sort, page=page)
     catalog = await _catalog_async(request)
 
     def render() -> str:
         return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
 
-    return await _page(request, catalog, _index_key(gpu, engine, model, page), render)
+    return await _page(request, catalog, _index_key(query), render)
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare(request: Request, v: Annotated[list[str], Query()] = []) -> HTMLResponse:  # noqa: B006
+    """Two or three package versions side by side (``v=ID@VERSION``, repeated)."""
+    return HTMLResponse(render_compare(compare_page(_catalog(request), v), LINKS))
+
+
+@router.get("/static/catalog.js", include_in_schema=False)
+def catalog_script() -> Response:
+    """The catalog page's one script: its filters apply on change."""
+    return Response(SCRIPT_BYTES, media_type="text/javascript")
 
 
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
@@ -156,11 +180,18 @@ async def package_view(request: Request, package_id: str, version: str) -> HTMLR
     return await _page(request, catalog, _package_key(package_id, version), render)
 
 
-@router.get("/packages/{package_id}/{version}/chart.svg")
-def chart(request: Request, package_id: str, version: str) -> Response:
-    """Latency and throughput against concurrency, drawn by matplotlib."""
-    entry = _entry(_catalog(request), package_id, version)
-    return Response(render_chart(entry.card.figures), media_type="image/svg+xml")
+@router.get("/packages/{package_id}/{version}/charts/{panel}.svg")
+def chart(request: Request, package_id: str, version: str, panel: Panel) -> Response:
+    """One panel of the figures against concurrency, drawn by matplotlib."""
+    card = _entry(_catalog(request), package_id, version).card
+    drawn = chart_of(card.figures, card.concurrencies, panel)
+    if drawn is None:
+        raise NotFoundError(
+            f"{package_id} {version} has no {panel.value} chart: no line joins two of its "
+            "figures there",
+            hint="the package page shows the charts it has, and every figure in its table",
+        )
+    return Response(render(drawn), media_type="image/svg+xml")
 
 
 @router.get("/packages/{package_id}/{version}/files/{path:path}")
