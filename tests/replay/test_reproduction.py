@@ -45,7 +45,7 @@ def test_the_statement_binds_the_receipt_the_evidence_and_the_comparison(
     names = [s["name"] for s in statement["subject"]]  # type: ignore[attr-defined]
     assert names == ["servekit-receipt:tiny-sim@0.1.0", "sim-short/run-1.jsonl"]
     predicate, key_id = verify_reproduction(
-        signed, load_trust_store(keys.buyer_pub), kit=kit, replay_dir=replay_copy
+        signed, load_trust_store(keys.buyer_pub, bare_key=True), kit=kit, replay_dir=replay_copy
     )
     assert predicate.reproduced and key_id == load_signing_key(keys.buyer).public.key_id
     assert {f.id for f in predicate.figures} >= {"ttft-p50-c4", "rps-reported"}
@@ -53,7 +53,7 @@ def test_the_statement_binds_the_receipt_the_evidence_and_the_comparison(
 
 def test_another_key_is_refused(signed: Path, keys: Keys) -> None:
     with pytest.raises(UntrustedKeyError):
-        verify_reproduction(signed, load_trust_store(keys.publisher_pub))
+        verify_reproduction(signed, load_trust_store(keys.publisher_pub, bare_key=True))
 
 
 def test_a_changed_payload_is_refused(signed: Path, keys: Keys) -> None:
@@ -63,14 +63,16 @@ def test_a_changed_payload_is_refused(signed: Path, keys: Keys) -> None:
     envelope["payload"] = b64encode(canonical_json(statement))
     signed.write_bytes(canonical_json(envelope))
     with pytest.raises(SignatureError):
-        verify_reproduction(signed, load_trust_store(keys.buyer_pub))
+        verify_reproduction(signed, load_trust_store(keys.buyer_pub, bare_key=True))
 
 
 def test_edited_replay_evidence_is_named(signed: Path, replay_copy: Path, keys: Keys) -> None:
     evidence = replay_copy / "sim-short" / "run-1.jsonl"
     evidence.write_text(evidence.read_text() + "\n")
     with pytest.raises(ReproductionError, match="not the one the reproduction signed") as info:
-        verify_reproduction(signed, load_trust_store(keys.buyer_pub), replay_dir=replay_copy)
+        verify_reproduction(
+            signed, load_trust_store(keys.buyer_pub, bare_key=True), replay_dir=replay_copy
+        )
     assert info.value.file == str(evidence)
 
 
@@ -78,7 +80,7 @@ def test_another_kit_is_named(signed: Path, keys: Keys, package_dir: Path, tmp_p
     other = tmp_path / "other.tar.gz"
     write_kit(build_kit(package_dir, private_key("untrusted", tmp_path)), other)
     with pytest.raises(ReproductionError, match="of another kit"):
-        verify_reproduction(signed, load_trust_store(keys.buyer_pub), kit=other)
+        verify_reproduction(signed, load_trust_store(keys.buyer_pub, bare_key=True), kit=other)
 
 
 def test_a_receipt_is_not_a_reproduction(kit: Path, keys: Keys, tmp_path: Path) -> None:
@@ -87,7 +89,7 @@ def test_a_receipt_is_not_a_reproduction(kit: Path, keys: Keys, tmp_path: Path) 
     statement = {"_type": "https://in-toto.io/Statement/v1", "subject": [], "predicateType": "x"}
     other.write_bytes(sign_payload(canonical_json(statement), load_signing_key(keys.buyer)))
     with pytest.raises(ReproductionError, match="not a servekit reproduction"):
-        verify_reproduction(other, load_trust_store(keys.buyer_pub))
+        verify_reproduction(other, load_trust_store(keys.buyer_pub, bare_key=True))
 
 
 def test_acceptance_compare_sign_and_verify(

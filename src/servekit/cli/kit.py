@@ -75,7 +75,7 @@ def unpack_command(
     """
     wanted = Expectation.parse(expect) if expect is not None else None
     with output_dir(directory, force=False, option="DIR"):  # no parent made, none left empty
-        result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
+        result = unpack_kit(kit, load_trust_store(trust, bare_key=True), directory, expect=wanted)
     if as_json:
         print_json({**result.as_dict(), "unpacked_to": str(directory)})
         return

@@ -56,7 +56,7 @@ def replay_command(
 
     options = ReplayOptions(
         kit=kit,
-        trust=load_trust_store(trust),
+        trust=load_trust_store(trust, bare_key=True),
         endpoint=endpoint,
         out=out,
         model=model,
@@ -259,7 +259,7 @@ def reproduction_command(
     from servekit.replay import verify_reproduction
 
     predicate, key_id = verify_reproduction(
-        file, load_trust_store(trust), kit=kit, replay_dir=replay
+        file, load_trust_store(trust, bare_key=True), kit=kit, replay_dir=replay
     )
     if as_json:
         print_json({"verified": True, "key_id": key_id, **predicate.model_dump(mode="json")})

@@ -73,7 +73,7 @@ def kit_command(
     """
     wanted = Expectation.parse(expect) if expect is not None else None
     try:
-        trusted = load_trust_store(trust)
+        trusted = load_trust_store(trust, bare_key=True)
         result = verify_kit(kit, trusted, expect=wanted)
         hold_against_feed(feed, trusted, feed_state, kit=kit)
     except VerificationError as exc:

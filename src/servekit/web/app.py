@@ -103,9 +103,9 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         return Response(status_code=204)  # no icon; answering keeps browser consoles clean
 
     @app.get("/feed.json", include_in_schema=False)
-    def _feed() -> Response:
-        """The store's signed revocation feed (``servekit verify kit --feed``)."""
-        body = current_feed(ctx.store, dt.datetime.now(dt.UTC))
+    def _feed(publisher: str | None = None) -> Response:
+        """A publisher's signed revocation feed (``servekit verify kit --feed``)."""
+        body = current_feed(ctx.store, dt.datetime.now(dt.UTC), publisher=publisher)
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
 
     @app.get("/healthz", include_in_schema=False)
