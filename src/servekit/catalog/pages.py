@@ -167,6 +167,7 @@ class PackagePage(BaseModel):
     history: tuple[VersionRow, ...]
     verify_commands: tuple[str, ...]
     retracted: str | None = None  # the store's reason, when this version is off sale
+    signing_key_id: str | None = None  # the live store's key, which signs the kit it sells
 
 
 def _computed(entry: Entry, figure_id: str) -> str:

@@ -252,9 +252,9 @@ class TrustStore:
         )
 
 
-def _trust_file(path: Path, text: str) -> TrustStore:
+def _trust_file(path: Path, text: str, base: Path | None) -> TrustStore:
     keys, grants = {}, {}
-    for entry in parse_trust_file(path, text):
+    for entry in parse_trust_file(path, text, base=base):
         blocks = len(_PUBLIC_PEM.findall(entry.pem))
         if blocks > 1:  # the parser would take the first and silently drop the others
             raise SigningKeyError(
@@ -305,8 +305,13 @@ def _read_bounded(path: Path) -> bytes:
     return data
 
 
-def read_trust_store(path: Path, data: bytes, *, bare_key: bool = False) -> TrustStore:
+def read_trust_store(
+    path: Path, data: bytes, *, bare_key: bool = False, base: Path | None = None
+) -> TrustStore:
     """Recognise ``data`` by its content: one PEM public key, or a TOML trust file.
+
+    ``path`` names it in messages; a trust file's ``public_key`` file names are read
+    relative to ``base`` (``None``: every key must be inline, as in a fetched file).
 
     Anything else is refused, never guessed: text holding a private key, several bare
     keys, a public key among other text, or a file that is no valid trust file.
@@ -329,7 +334,7 @@ def read_trust_store(path: Path, data: bytes, *, bare_key: bool = False) -> Trus
             "docs/kit.md shows the format",
         )
     try:
-        return _trust_file(path, text)
+        return _trust_file(path, text, base)
     except SigningKeyError as exc:
         if blocks and "not a TOML trust file" in str(exc):
             raise _neither(
@@ -355,4 +360,4 @@ def load_trust_store(path: Path, *, bare_key: bool = False) -> TrustStore:
             f"{path}: trust store not found",
             hint="pass the publisher's servekit.pub, or a trust file (TOML)",
         )
-    return read_trust_store(path, _read_bounded(path), bare_key=bare_key)
+    return read_trust_store(path, _read_bounded(path), bare_key=bare_key, base=path.parent)

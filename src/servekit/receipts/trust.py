@@ -106,13 +106,15 @@ def _strings(path: Path, where: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _pem(path: Path, key_id: str, value: Any) -> bytes:
+def _pem(path: Path, key_id: str, value: Any, base: Path | None) -> bytes:
     if not isinstance(value, str) or not value:
         raise _bad(path, f"keys.{key_id}.public_key must be a PEM file name or a PEM block")
     if "-----BEGIN" in value:
         return value.encode("ascii", "replace")
+    if base is None:  # a fetched trust file names no file on this machine
+        raise _bad(path, f"keys.{key_id}.public_key must hold the PEM itself, not a file name")
     try:
-        return (path.parent / value).read_bytes()
+        return (base / value).read_bytes()
     except OSError as exc:
         raise _bad(path, f"keys.{key_id}.public_key: cannot read {value}: {exc.strerror}") from exc
 
@@ -144,17 +146,22 @@ def _grant(path: Path, key_id: str, table: dict[str, Any]) -> Grant:
     return Grant(scopes)
 
 
-def _entry(path: Path, key_id: str, table: Any) -> TrustEntry:
+def _entry(path: Path, key_id: str, table: Any, base: Path | None) -> TrustEntry:
     if not _KEY_ID.match(key_id):
         raise _bad(path, f"{key_id!r} is not a key id (64 lower-case hex digits)")
     if not isinstance(table, dict):
         raise _bad(path, f"keys.{key_id} must be a table")
     grant = _grant(path, key_id, table)
-    return TrustEntry(key_id, grant, _pem(path, key_id, table["public_key"]), f"{path} ({key_id})")
+    pem = _pem(path, key_id, table["public_key"], base)
+    return TrustEntry(key_id, grant, pem, f"{path} ({key_id})")
 
 
-def parse_trust_file(path: Path, text: str) -> list[TrustEntry]:
-    """Every entry of a trust file; the caller checks each PEM against its key id."""
+def parse_trust_file(path: Path, text: str, *, base: Path | None) -> list[TrustEntry]:
+    """Every entry of a trust file; the caller checks each PEM against its key id.
+
+    ``public_key`` file names are read relative to ``base``; with ``None`` (a fetched
+    file) every key must be inline.
+    """
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -162,7 +169,7 @@ def parse_trust_file(path: Path, text: str) -> list[TrustEntry]:
     keys = document.get("keys")
     if set(document) != {"keys"} or not isinstance(keys, dict) or not keys:
         raise _bad(path, "a trust file holds one [keys.<key id>] table per key, nothing else")
-    return [_entry(path, key_id, table) for key_id, table in sorted(keys.items())]
+    return [_entry(path, key_id, table, base) for key_id, table in sorted(keys.items())]
 
 
 def render_trust_file(entries: list[tuple[str, bytes, tuple[Scope, ...]]], comment: str) -> str:

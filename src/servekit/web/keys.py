@@ -66,6 +66,12 @@ def _versions(store: Store) -> list[VersionInfo]:
         return publishing.catalog(session=s, include_retracted=True)
 
 
+def store_key_id(store: Store) -> str | None:
+    """The store's signing key id (``None`` before ``servekit serve`` made the key)."""
+    path = store.home / KEYS / PUBLIC_KEY_FILE
+    return load_public_key(path).key_id if path.exists() else None
+
+
 def store_key(store: Store) -> StoreKey:
     """The store's public key and the publishers' packages it signed."""
     path = store.home / KEYS / PUBLIC_KEY_FILE
@@ -85,6 +91,11 @@ def store_key(store: Store) -> StoreKey:
 def trust_file(store: Store, origin: str) -> str:
     """``/keys/trust.toml``: the store's key with its grants, the PEM inline."""
     key = store_key(store)
+    if not key.scopes:
+        raise NotFoundError(
+            "this store has published no kit yet, so its key is granted nothing",
+            hint="publish a package first (`servekit store publish`)",
+        )
     comment = (
         f"The servekit store at {origin}: its signing key and what it signs for.\n"
         f"Compare the key id below with the one the store publishes elsewhere:\n"
