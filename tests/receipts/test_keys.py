@@ -150,10 +150,10 @@ def test_a_trust_table_with_two_public_keys_is_refused(tmp_path: Path) -> None:
         load_trust_store(_trust_file(tmp_path, body))
 
 
-def test_an_empty_trust_store_is_refused_when_read(tmp_path: Path) -> None:
-    (tmp_path / "empty.pub").write_text("\n ")
-    with pytest.raises(SigningKeyError, match="is empty"):
-        load_trust_store(tmp_path / "empty.pub", bare_key=True)
+def test_an_empty_trust_store_loads_empty(tmp_path: Path) -> None:
+    """Not a bare key and not a trust file: it trusts nothing, and verifiers refuse that."""
+    (tmp_path / "empty.toml").write_text("\n ")
+    assert not load_trust_store(tmp_path / "empty.toml").keys
 
 
 def test_trust_store_refuses_a_private_key_and_a_missing_path(tmp_path: Path) -> None:

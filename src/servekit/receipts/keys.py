@@ -313,15 +313,16 @@ def read_trust_store(
     ``path`` names it in messages; a trust file's ``public_key`` file names are read
     relative to ``base`` (``None``: every key must be inline, as in a fetched file).
 
-    Anything else is refused, never guessed: text holding a private key, several bare
-    keys, a public key among other text, or a file that is no valid trust file.
+    An empty file is an empty store (verifiers refuse it). Anything else is refused,
+    never guessed: text holding a private key, several bare keys, a public key among
+    other text, or a file that is no valid trust file.
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _neither(path, f"is not UTF-8 text (byte {exc.start})") from exc
-    if not text.strip():
-        raise _neither(path, "is empty: it trusts no key")
+    if not text.strip():  # trusts no key: every verifier refuses it (exit 13)
+        return TrustStore(str(path), MappingProxyType({}))
     if "PRIVATE KEY-----" in text:
         raise _neither(path, "holds a private key; a trust store holds public keys only")
     blocks = _PUBLIC_PEM.findall(data)
