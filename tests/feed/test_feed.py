@@ -32,8 +32,9 @@ from servekit.feed.sign import load_feed_source, parse_duration
 from servekit.feed.state import read_state
 from servekit.receipts.canonical import canonical_json
 from servekit.receipts.dsse import b64decode, b64encode
-from servekit.receipts.keys import load_signing_key, load_trust_store
+from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
 from servekit.receipts.signing import sign_payload
+from servekit.receipts.trust import Scope, render_trust_file
 from tests.assets.make_kit_fixtures import private_key
 from tests.functional.helpers import ROOT
 
@@ -414,3 +415,28 @@ def test_a_huge_feed_is_refused_without_being_read_whole(tmp_path: Path, state: 
     finally:
         tracemalloc.stop()
     assert peak < 4 * 1024 * 1024
+
+
+def test_a_key_granted_other_packages_cannot_vouch_for_this_one(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    """Two keys of one publisher: the one granted only other-* cannot clear kit-fixture."""
+    pub, other = (
+        load_public_key(ROOT / "tests/assets/keys" / f"{n}.pub") for n in ("publisher", "untrusted")
+    )
+    trust_file = tmp_path / "trust.toml"
+    trust_file.write_text(
+        render_trust_file(
+            [(pub.key_id, pub.pem(), (Scope(PUBLISHER, ("kit-fixture",)),)),
+             (other.key_id, other.pem(), (Scope(PUBLISHER, ("other-*",)),))],
+            "one publisher, two keys",
+        )
+    )  # fmt: skip
+    trust = load_trust_store(trust_file)
+    narrow = write_feed(tmp_path / "narrow.json", private_key("untrusted", tmp_path), serial=9)
+    with pytest.raises(FeedSignatureError, match="may not speak for the package checked"):
+        check_kit_feed(KIT, narrow, trust, state_path=state, now=NOW)
+    assert not state.exists()
+    real = write_feed(tmp_path / "real.json", key, [revoked()], serial=2)
+    with pytest.raises(RevokedError):
+        check_kit_feed(KIT, real, trust, state_path=state, now=NOW)

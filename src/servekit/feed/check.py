@@ -7,8 +7,9 @@ Steps of :func:`verify_feed` (each failure raises its own error class):
   3. the statement: in-toto v1, the feed predicate, signed by the key it names, and a
      subject digest that is the digest of its retractions (malformed otherwise);
   4. the feed is the named publisher's (the kit's own), and the key that signed it is
-     granted for that publisher in the trust store; a bare key is scoped to that
-     publisher first (:class:`~servekit.errors.FeedSignatureError`);
+     granted for that publisher in the trust store (and for the package checked, when
+     there is one); a bare key is scoped to that publisher first
+     (:class:`~servekit.errors.FeedSignatureError`);
   5. not past ``expires`` (:class:`~servekit.errors.FeedExpiredError`, freeze);
   6. a serial no lower than the last one seen for this publisher, and the same content
      when the serial is the same (:class:`~servekit.errors.FeedRollbackError`);
@@ -102,8 +103,9 @@ def _read(path: Path) -> bytes:
     return data
 
 
-def _check_publisher(feed: Feed, publisher: str, trust: TrustStore) -> None:
-    """Step 4: the named publisher's feed, signed by a key granted for that publisher."""
+def _check_publisher(feed: Feed, publisher: str, trust: TrustStore, package_id: str | None) -> None:
+    """Step 4: the named publisher's feed, signed by a key granted for that publisher (and
+    for ``package_id``, the package checked against it, when there is one)."""
     named = feed.predicate.publisher
     if named != publisher:
         raise FeedSignatureError(
@@ -123,6 +125,15 @@ def _check_publisher(feed: Feed, publisher: str, trust: TrustStore) -> None:
             actual=f"key {feed.key_id} ({grant.describe() if grant else 'no grant'})",
             hint=f"the trust store {trust.source} does not grant this key that publisher; "
             "one publisher's key cannot sign another's feed",
+        )
+    if package_id is not None and not grant.allows(publisher, package_id):
+        raise FeedSignatureError(
+            "the key that signed the feed may not speak for the package checked",
+            file=feed.source,
+            expected=f"a feed signed by a key granted {package_id} of {publisher!r}",
+            actual=f"key {feed.key_id} ({grant.describe()})",
+            hint="a key granted some of a publisher's packages cannot vouch that another of "
+            "them is not revoked; fetch the feed signed by that package's key",
         )
 
 
@@ -202,8 +213,13 @@ def verify_feed(
     publisher: str,
     state_path: Path,
     now: dt.datetime | None = None,
+    package_id: str | None = None,
 ) -> Feed:
-    """Verify ``publisher``'s feed at ``path`` and record its serial (see the module doc)."""
+    """Verify ``publisher``'s feed at ``path`` and record its serial (see the module doc).
+
+    With ``package_id`` (the package held against it), the signing key must be granted
+    that package too, before any serial is recorded.
+    """
     file = str(path)
     data = _read(path)  # 1
     payload, key_id = _verified_payload(data, trust, file)  # 2
@@ -211,7 +227,7 @@ def verify_feed(
     feed = Feed(
         source=file, key_id=key_id, sha256=sha256_hex(payload), predicate=statement.predicate
     )
-    _check_publisher(feed, publisher, trust.scoped(publisher))  # 4
+    _check_publisher(feed, publisher, trust.scoped(publisher), package_id)  # 4
     _check_fresh(feed, now or dt.datetime.now(dt.UTC))  # 5
     state = read_state(state_path)
     _check_serial(feed, state.last("seen", publisher), state_path)  # 6
@@ -286,7 +302,14 @@ def check_kit_feed(
     (``verify kit --feed``): a feed of another publisher is refused, not read as "nothing
     revoked"."""
     package = kit_package(read_kit(kit))
-    verified = verify_feed(feed, trust, publisher=package.publisher, state_path=state_path, now=now)
+    verified = verify_feed(
+        feed,
+        trust,
+        publisher=package.publisher,
+        state_path=state_path,
+        now=now,
+        package_id=package.id,
+    )
     return FeedCheck(verified, check_package(verified, package))
 
 
@@ -334,7 +357,10 @@ def check_weights_feed(
             hint="pass --kit or --package, or a pin made by `servekit model pin`",
         )
     owner = _weights_publisher(package, publisher)
-    verified = verify_feed(feed, trust, publisher=owner, state_path=state_path, now=now)
+    package_id = package.id if package is not None else None
+    verified = verify_feed(
+        feed, trust, publisher=owner, state_path=state_path, now=now, package_id=package_id
+    )
     if package is not None:
         return FeedCheck(verified, check_package(verified, package))
     assert repo is not None and commit is not None
