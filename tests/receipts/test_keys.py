@@ -133,6 +133,12 @@ def _trust_file(tmp_path: Path, body: str) -> Path:
             "the public key's id is",
         ),
         ("other = 1\n", "nothing else"),
+        (f"keys.{'0' * 64} = 1\n", "must be a table"),
+        (f"[keys.{'0' * 64}]\npublic_key='publisher.pub'\ngrants=[]\n", "non-empty grants"),
+        (
+            f"[keys.{'0' * 64}]\npublic_key='publisher.pub'\ngrants=[{{publisher='x'}}]\n",
+            r"grants\[0\] must set exactly publisher and packages",
+        ),
     ],
 )
 def test_malformed_trust_files_are_refused(tmp_path: Path, body: str, message: str) -> None:

@@ -235,3 +235,30 @@ def test_evidence_outside_the_replay_directory_is_refused(
     with pytest.raises(ReproductionError, match="outside the replay directory") as info:
         _verify(signed, keys, replay_dir=replay_copy)
     assert info.value.file == name
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda ws: ws[0].update(completed=ws[0]["completed"] + 1), "workload sim-short"),
+        (lambda ws: ws.pop(), "workloads are not the kit's"),
+    ],
+    ids=["completed-count", "workload-dropped"],
+)
+def test_workloads_the_evidence_does_not_give_are_refused(
+    signed: Path,
+    keys: Keys,
+    kit: Path,
+    replay_copy: Path,
+    edit: Callable[[list[dict[str, Any]]], None],
+    message: str,
+) -> None:
+    _resign(signed, keys, lambda s: edit(s["predicate"]["workloads"]))
+    with pytest.raises(ReproductionError, match=message):
+        _verify(signed, keys, kit=kit, replay_dir=replay_copy)
+
+
+def test_a_row_set_other_than_the_kits_is_refused(signed: Path, keys: Keys, kit: Path) -> None:
+    _resign(signed, keys, lambda s: s["predicate"]["figures"].pop())
+    with pytest.raises(ReproductionError, match="figures are not the kit's"):
+        _verify(signed, keys, kit=kit)

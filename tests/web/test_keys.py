@@ -170,3 +170,25 @@ def test_a_fetched_trust_file_may_not_name_local_key_files(tmp_path: Path) -> No
     with serving_fake(_FileName) as url:
         done = servekit("trust", "fetch", url + "/t.toml", "-o", str(tmp_path / "t.toml"))
     assert done.returncode == 5 and "must hold the PEM itself" in done.stderr, done.stderr
+
+
+def test_a_store_without_a_key_or_a_kit_publishes_no_trust_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with serving(home) as url:  # no key yet: nothing to publish
+        assert httpx.get(url + "/api/v1/keys").status_code == 404
+        assert httpx.get(url + "/keys").status_code == 404
+    store_publish([], home)  # a key, and no kit: the key is granted nothing
+    with serving(home) as url:
+        empty = httpx.get(url + "/keys/trust.toml")
+        assert empty.status_code == 404 and "published no kit" in empty.text
+        assert httpx.get(url + "/api/v1/keys").json()["keys"][0]["grants"] == []
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [("ftp://example.invalid/trust.toml", "not an http"), ("http://127.0.0.1:9", "cannot fetch")],
+    ids=["scheme", "unreachable"],
+)
+def test_trust_fetch_names_an_unusable_url(tmp_path: Path, url: str, message: str) -> None:
+    done = servekit("trust", "fetch", url, "-o", str(tmp_path / "t.toml"))
+    assert done.returncode == 39 and message in done.stderr, done.stderr

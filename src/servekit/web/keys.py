@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from servekit.errors import NotFoundError
+from servekit.errors import StoreNotFoundError
 from servekit.receipts.keys import PUBLIC_KEY_FILE, load_public_key
 from servekit.receipts.trust import Scope, render_trust_file
 from servekit.store import publishing
@@ -76,7 +76,7 @@ def store_key(store: Store) -> StoreKey:
     """The store's public key and the publishers' packages it signed."""
     path = store.home / KEYS / PUBLIC_KEY_FILE
     if not path.exists():
-        raise NotFoundError(
+        raise StoreNotFoundError(
             f"this store has no publisher key at {Path(KEYS) / PUBLIC_KEY_FILE}",
             hint="`servekit serve` creates one on its first start",
         )
@@ -92,7 +92,7 @@ def trust_file(store: Store, origin: str) -> str:
     """``/keys/trust.toml``: the store's key with its grants, the PEM inline."""
     key = store_key(store)
     if not key.scopes:
-        raise NotFoundError(
+        raise StoreNotFoundError(
             "this store has published no kit yet, so its key is granted nothing",
             hint="publish a package first (`servekit store publish`)",
         )
