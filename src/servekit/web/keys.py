@@ -39,15 +39,6 @@ class StoreKey:
     pem: bytes
     scopes: tuple[Scope, ...]
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "key_id": self.key_id,
-            "public_key": self.pem.decode("ascii"),
-            "grants": [
-                {"publisher": s.publisher, "packages": list(s.packages)} for s in self.scopes
-            ],
-        }
-
 
 @lru_cache(maxsize=4096)
 def _publisher_of(kit: Path, sha256: str) -> str:
