@@ -67,7 +67,15 @@ class Keys(BaseModel):
     trust_file: str
 
 
-@api.get("/keys")
+@api.get(
+    "/keys",
+    responses={
+        404: {
+            "description": "The store has no signing key yet (problem+json)",
+            "content": {"application/problem+json": {}},
+        }
+    },
+)
 def list_keys(request: Request) -> Keys:
     """The store's signing keys: key id, PEM, and the publishers and packages each signs."""
     key = store_key(_store(request))
