@@ -49,7 +49,9 @@ from servekit.verify.kit import verify_kit  # noqa: E402
 
 ASSETS = ROOT / "tests" / "assets"
 TRUST = load_trust_store(ASSETS / "keys" / "trust.toml")
-PUBLISHER = load_trust_store(ASSETS / "keys" / "publisher.pub")  # any package, for K3
+PUBLISHER = load_trust_store(
+    ASSETS / "keys" / "publisher.pub", bare_key=True
+)  # any package, for K3
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
 
 

@@ -397,7 +397,8 @@ class FeedMalformedError(VerificationError):
 
 
 class FeedSignatureError(SignatureError):
-    """A signed feed's signature is invalid, or made by a key that is not trusted."""
+    """A feed's signature is invalid or untrusted, its key is not granted its publisher, or
+    it is another publisher's feed than the one checked."""
 
     exit_code = 51
 

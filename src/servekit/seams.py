@@ -195,7 +195,9 @@ def strict_json(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def output_dir(path: Path, *, force: bool, option: str = "--out") -> Iterator[Path]:
+def output_dir(
+    path: Path, *, force: bool, option: str = "--out", mode: int = 0o777
+) -> Iterator[Path]:
     """The one overwrite rule for a command that writes a directory.
 
     Refuses a path that is a file, a directory whose parent does not exist (servekit
@@ -217,7 +219,7 @@ def output_dir(path: Path, *, force: bool, option: str = "--out") -> Iterator[Pa
         )
     created = not path.exists()
     try:
-        path.mkdir(exist_ok=True)
+        path.mkdir(mode=mode, exist_ok=True)  # ``mode``, less the umask, when created
     except OSError as exc:
         raise UsageError(f"{option} {path}: cannot create ({exc.strerror or exc})") from exc
     try:

@@ -21,9 +21,13 @@ from typing import Any
 import pytest
 
 from servekit.config import load_settings
+from servekit.receipts.keys import load_public_key
+from servekit.receipts.trust import Scope, render_trust_file
 from servekit.store.db import open_store
 from tests.assets.make_kit_fixtures import private_key
 from tests.cli.helpers import commands, options, run_cli
+from tests.fakehttp import QuietHandler
+from tests.fakehttp import serving as serving_fake
 from tests.functional.helpers import EXAMPLES, SERVEKIT, servekit
 from tests.functional.test_cli_bench import VLLM_RESULT
 from tests.functional.test_cli_store import api_server
@@ -115,6 +119,23 @@ def _signed_reproduction(w: World) -> str:
                                 "--sign", str(w.keys.buyer)])  # fmt: skip
         assert code == 0, err
     return str(replay / "reproduction.dsse.json")
+
+
+_TRUST_SERVERS: list[contextlib.ExitStack] = []
+
+
+def _trust_url(w: World) -> str:
+    """A loopback server answering a trust file for the publisher key (kept to the end)."""
+    key = load_public_key(w.keys.publisher_pub)
+    body = render_trust_file([(key.key_id, key.pem(), (Scope("servekit tests", ("*",)),))], "t")
+
+    class TrustFile(QuietHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_body(200, "application/toml", body.encode())
+
+    stack = contextlib.ExitStack()
+    _TRUST_SERVERS.append(stack)
+    return stack.enter_context(serving_fake(TrustFile))
 
 
 RUN = [
@@ -215,6 +236,10 @@ CASES: dict[tuple[str, ...], tuple[Case, Case]] = {
     ),
     ("package", "check"): (lambda w: [str(TINY)], lambda w: [w.fresh("no-package")]),
     ("package", "rules"): (lambda w: [], lambda w: ["--no-such-option"]),
+    ("trust", "fetch"): (
+        lambda w: [_trust_url(w), "-o", w.fresh("trust.toml")],
+        lambda w: [w.store.url, "-o", w.fresh("trust-404.toml")],  # the API serves no /keys
+    ),
     ("verify", "kit"): (
         lambda w: [str(w.kit), "--trust", str(w.keys.publisher_pub)],
         lambda w: [str(w.kit), "--trust", str(w.keys.buyer_pub)],

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from servekit.verify.archive import read_kit
 from tests.assets.make_kit_fixtures import private_key
 from tests.feed.test_feed import KIT, MODEL, PUB
 from tests.functional.helpers import servekit
@@ -76,3 +77,24 @@ def test_a_feed_signed_by_another_key(tmp_path: Path) -> None:
     )
     code, text = _verify_kit(feed, tmp_path / "b.json")
     assert code == 51 and "feed's signature" in text
+
+
+def test_verify_weights_needs_the_feeds_publisher(tmp_path: Path) -> None:
+    """Another trusted publisher's feed is refused; a bare pin must name its publisher."""
+    trust = str(PUB.parent / "trust.toml")
+    other = tmp_path / "other.json"
+    source = tmp_path / "o.yaml"
+    source.write_text(yaml.safe_dump({"publisher": "Someone Else"}))
+    _sign(source, private_key("untrusted", tmp_path), other, tmp_path / "p.json")
+    state = str(tmp_path / "b.json")
+    done = servekit("verify", "weights", str(tmp_path), "--kit", str(KIT), "--trust", trust,
+                    "--feed", str(other), "--feed-state", state)  # fmt: skip
+    assert done.returncode == 51 and "another publisher's" in done.stderr, done.stderr
+    pin = tmp_path / "pin.json"
+    pin.write_bytes(read_kit(KIT).files["model/pin.json"])
+    args = ["verify", "weights", str(tmp_path), "--pin", str(pin), "--trust", trust,
+            "--feed", str(other), "--feed-state", state]  # fmt: skip
+    bare = servekit(*args)
+    assert bare.returncode == 2 and "names no publisher" in bare.stderr, bare.stderr
+    named = servekit(*args, "--publisher", "servekit tests")
+    assert named.returncode == 51 and "another publisher's" in named.stderr, named.stderr

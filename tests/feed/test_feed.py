@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,9 @@ from servekit.feed.sign import load_feed_source, parse_duration
 from servekit.feed.state import read_state
 from servekit.receipts.canonical import canonical_json
 from servekit.receipts.dsse import b64decode, b64encode
-from servekit.receipts.keys import load_signing_key, load_trust_store
+from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
 from servekit.receipts.signing import sign_payload
+from servekit.receipts.trust import Scope, render_trust_file
 from tests.assets.make_kit_fixtures import private_key
 from tests.functional.helpers import ROOT
 
@@ -40,8 +42,11 @@ KIT = ROOT / "tests" / "assets" / "kit_valid.tar.gz"  # kit-fixture 1.0.0, vllm 
 PUB = ROOT / "tests" / "assets" / "keys" / "publisher.pub"
 MODEL = ("servekit-test/tiny-model", "3b1f6c0e2d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c")
 DAY = dt.date(2026, 11, 30)
+PUBLISHER = "servekit tests"  # kit_valid's publisher
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
-TRUST = load_trust_store(PUB)
+TRUST = load_trust_store(PUB, bare_key=True)
+# publisher.pub speaks for "servekit tests" (kit-fixture), untrusted.pub for "Someone Else"
+GRANTS = load_trust_store(ROOT / "tests" / "assets" / "keys" / "trust.toml")
 
 
 def revoked(version: str = "1.0.0") -> RevokedPackage:
@@ -68,10 +73,11 @@ def write_feed(
     serial: int = 1,
     issued: dt.datetime = NOW,
     days: int = 7,
+    publisher: str = PUBLISHER,
 ) -> Path:
     data = build_feed(
         retractions,
-        publisher="servekit tests",
+        publisher=publisher,
         serial=serial,
         issued=issued,
         expires=issued + dt.timedelta(days=days),
@@ -108,7 +114,7 @@ def test_sign_numbers_each_feed_one_higher(tmp_path: Path, key: Path, state: Pat
     )
     assert (first.serial, second.serial, second.entries) == (1, 2, 2)
     assert second.expires == NOW + dt.timedelta(days=7)
-    feed = verify_feed(out, TRUST, state_path=tmp_path / "buyer.json", now=NOW)
+    feed = verify_feed(out, TRUST, publisher=PUBLISHER, state_path=tmp_path / "buyer.json", now=NOW)
     assert feed.predicate.serial == 2
     assert [r.kind for r in feed.predicate.retractions] == ["package_version", "model_commit"]
     signed = read_state(state).last("signed", "servekit tests")
@@ -183,7 +189,7 @@ def test_a_retracted_figure_is_returned_not_refused(tmp_path: Path, key: Path, s
 def test_an_expired_feed_is_refused(tmp_path: Path, key: Path, state: Path) -> None:
     feed = write_feed(tmp_path / "feed.json", key, issued=NOW - dt.timedelta(days=8))
     with pytest.raises(FeedExpiredError, match="expired") as info:
-        verify_feed(feed, TRUST, state_path=state, now=NOW)
+        verify_feed(feed, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     assert info.value.exit_code == 52
     assert not state.exists()  # an expired feed is not recorded as seen
 
@@ -193,28 +199,31 @@ def test_an_older_serial_is_refused_after_a_newer_one(
 ) -> None:
     old = write_feed(tmp_path / "old.json", key, serial=4)
     new = write_feed(tmp_path / "new.json", key, [revoked()], serial=5)
-    verify_feed(old, TRUST, state_path=state, now=NOW)
-    verify_feed(old, TRUST, state_path=state, now=NOW)  # the same feed again is fine
+    verify_feed(old, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
+    verify_feed(
+        old, TRUST, publisher=PUBLISHER, state_path=state, now=NOW
+    )  # the same feed again is fine
     with pytest.raises(RevokedError):
         check_kit_feed(KIT, new, TRUST, state_path=state, now=NOW)  # recorded, then revokes
     with pytest.raises(FeedRollbackError, match="older serial") as info:
-        verify_feed(old, TRUST, state_path=state, now=NOW)
+        verify_feed(old, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     assert info.value.exit_code == 53 and "serial 5" in str(info.value.expected)
 
 
 def test_the_same_serial_with_other_content_is_refused(
     tmp_path: Path, key: Path, state: Path
 ) -> None:
-    verify_feed(write_feed(tmp_path / "a.json", key, serial=3), TRUST, state_path=state, now=NOW)
+    first = write_feed(tmp_path / "a.json", key, serial=3)
+    verify_feed(first, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     other = write_feed(tmp_path / "b.json", key, [revoked()], serial=3)
     with pytest.raises(FeedRollbackError, match="same serial with other content"):
-        verify_feed(other, TRUST, state_path=state, now=NOW)
+        verify_feed(other, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
 
 
 def test_a_feed_signed_by_another_key_is_refused(tmp_path: Path, state: Path) -> None:
     feed = write_feed(tmp_path / "feed.json", private_key("untrusted", tmp_path))
     with pytest.raises(FeedSignatureError) as info:
-        verify_feed(feed, TRUST, state_path=state, now=NOW)
+        verify_feed(feed, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     assert info.value.exit_code == 51
 
 
@@ -226,7 +235,7 @@ def test_a_changed_feed_is_refused(tmp_path: Path, key: Path, state: Path) -> No
     envelope["payload"] = b64encode(canonical_json(statement))
     feed.write_bytes(canonical_json(envelope))  # a well-formed envelope, a wrong signature
     with pytest.raises(FeedSignatureError):
-        verify_feed(feed, TRUST, state_path=state, now=NOW)
+        verify_feed(feed, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
 
 
 def _signed_statement(path: Path, key: Path, edit: Any) -> Path:
@@ -251,7 +260,7 @@ def test_a_malformed_statement_is_refused(
 ) -> None:
     feed = _signed_statement(tmp_path / "feed.json", key, edit)
     with pytest.raises(FeedMalformedError) as info:
-        verify_feed(feed, TRUST, state_path=state, now=NOW)
+        verify_feed(feed, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     assert info.value.exit_code == 50
 
 
@@ -259,7 +268,7 @@ def test_not_an_envelope_is_malformed(tmp_path: Path, state: Path) -> None:
     feed = tmp_path / "feed.json"
     feed.write_text("{not json")
     with pytest.raises(FeedMalformedError):
-        verify_feed(feed, TRUST, state_path=state, now=NOW)
+        verify_feed(feed, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("7d", 604800), ("12h", 43200), ("30m", 1800)])
@@ -286,7 +295,9 @@ def test_an_unwritable_state_file_is_a_usage_error(tmp_path: Path, key: Path) ->
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     with pytest.raises(UsageError, match="the feed state file cannot be"):
-        verify_feed(feed, TRUST, state_path=blocker / "feed-state.json", now=NOW)
+        verify_feed(
+            feed, TRUST, publisher=PUBLISHER, state_path=blocker / "feed-state.json", now=NOW
+        )
 
 
 def test_a_feed_naming_another_publisher_key_than_its_signer_is_refused(
@@ -297,7 +308,7 @@ def test_a_feed_naming_another_publisher_key_than_its_signer_is_refused(
         tmp_path / "feed.json", key, lambda s: s["predicate"].update(publisher_key_id="other")
     )
     with pytest.raises(FeedSignatureError, match="names another publisher key") as info:
-        verify_feed(feed, TRUST, state_path=state, now=NOW)
+        verify_feed(feed, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     assert "other" in str(info.value)
 
 
@@ -310,8 +321,10 @@ def test_a_weights_pin_is_held_against_the_feed(tmp_path: Path, key: Path, state
     entry = BadModel(repo=MODEL[0], commit=MODEL[1], reason="weights replaced upstream", date=DAY)
     feed = _current_feed(tmp_path / "feed.json", key, [entry])
     with pytest.raises(RevokedError, match="weights replaced upstream"):
-        check_weights_feed(feed, TRUST, state_path=state, model=MODEL)
-    other = check_weights_feed(feed, TRUST, state_path=state, model=(MODEL[0], "0" * 40))
+        check_weights_feed(feed, TRUST, state_path=state, model=MODEL, publisher=PUBLISHER)
+    other = check_weights_feed(
+        feed, TRUST, state_path=state, model=(MODEL[0], "0" * 40), publisher=PUBLISHER
+    )
     assert other.retracted == ()
 
 
@@ -332,3 +345,98 @@ def test_a_pin_without_repository_and_commit_has_nothing_to_check(
     with pytest.raises(UsageError, match="names no repository and commit") as info:
         check_weights_feed(feed, TRUST, state_path=state, model=("org/model", None))
     assert "--kit or --package" in str(info.value.hint)
+
+
+# --- a feed is bound to its publisher and to the signing key's grant -------------------
+
+
+def test_another_trusted_publishers_feed_is_refused_not_read_as_nothing_revoked(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    """The kit publisher's revoking feed swapped for another trusted publisher's current one."""
+    revoking = write_feed(tmp_path / "revoking.json", key, [revoked()])
+    with pytest.raises(RevokedError):
+        check_kit_feed(KIT, revoking, GRANTS, state_path=tmp_path / "s1.json", now=NOW)
+    substitute = write_feed(
+        tmp_path / "other.json", private_key("untrusted", tmp_path), publisher="Someone Else"
+    )
+    verify_feed(substitute, GRANTS, publisher="Someone Else", state_path=state, now=NOW)  # valid
+    with pytest.raises(FeedSignatureError, match="another publisher's") as info:
+        check_kit_feed(KIT, substitute, GRANTS, state_path=state, now=NOW)
+    assert "'servekit tests'" in str(info.value.expected)
+    assert "'Someone Else'" in str(info.value.actual)
+
+
+def test_a_key_cannot_sign_a_feed_in_another_publishers_name(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    """Someone Else's key raising "servekit tests"' serial: refused, and the state untouched."""
+    forged = write_feed(tmp_path / "forged.json", private_key("untrusted", tmp_path), serial=10**12)
+    with pytest.raises(FeedSignatureError, match="may not speak for its publisher") as info:
+        check_kit_feed(KIT, forged, GRANTS, state_path=state, now=NOW)
+    assert "28cc044b" in str(info.value.expected)  # the key that is granted
+    assert not state.exists()  # a refused feed moves no serial
+    real = write_feed(tmp_path / "real.json", key, [revoked()], serial=2)
+    with pytest.raises(RevokedError):  # accepted (no rollback), and it revokes
+        check_kit_feed(KIT, real, GRANTS, state_path=state, now=NOW)
+    mark = read_state(state).last("seen", PUBLISHER)
+    assert mark is not None and mark.serial == 2
+
+
+def test_a_bare_key_speaks_only_for_the_publisher_the_command_names(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    """With one bare key, a feed that key signed in another publisher's name is refused."""
+    other = write_feed(tmp_path / "other.json", key, publisher="Someone Else")
+    with pytest.raises(FeedSignatureError, match="another publisher's"):
+        check_kit_feed(KIT, other, TRUST, state_path=state, now=NOW)
+    bare = TRUST.grants[next(iter(TRUST.keys))]
+    assert not bare.speaks_for(PUBLISHER)  # unscoped, a bare key speaks for no feed
+    assert TRUST.scoped(PUBLISHER).grants[next(iter(TRUST.keys))].speaks_for(PUBLISHER)
+
+
+def test_a_pin_alone_needs_the_publisher_named(tmp_path: Path, key: Path, state: Path) -> None:
+    feed = _current_feed(tmp_path / "feed.json", key, [])
+    with pytest.raises(UsageError, match="names no publisher"):
+        check_weights_feed(feed, TRUST, state_path=state, model=MODEL)
+    with pytest.raises(UsageError, match="is not the publisher of kit-fixture"):
+        check_weights_feed(feed, TRUST, state_path=state, model=MODEL, kit=KIT, publisher="x")
+
+
+def test_a_huge_feed_is_refused_without_being_read_whole(tmp_path: Path, state: Path) -> None:
+    huge = tmp_path / "feed.json"
+    with huge.open("wb") as fh:
+        fh.truncate(256 * 1024 * 1024)  # sparse: 256 MiB to read, nothing on disk
+    tracemalloc.start()
+    try:
+        with pytest.raises(FeedMalformedError, match="larger than a feed may be"):
+            verify_feed(huge, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024
+
+
+def test_a_key_granted_other_packages_cannot_vouch_for_this_one(
+    tmp_path: Path, key: Path, state: Path
+) -> None:
+    """Two keys of one publisher: the one granted only other-* cannot clear kit-fixture."""
+    pub, other = (
+        load_public_key(ROOT / "tests/assets/keys" / f"{n}.pub") for n in ("publisher", "untrusted")
+    )
+    trust_file = tmp_path / "trust.toml"
+    trust_file.write_text(
+        render_trust_file(
+            [(pub.key_id, pub.pem(), (Scope(PUBLISHER, ("kit-fixture",)),)),
+             (other.key_id, other.pem(), (Scope(PUBLISHER, ("other-*",)),))],
+            "one publisher, two keys",
+        )
+    )  # fmt: skip
+    trust = load_trust_store(trust_file)
+    narrow = write_feed(tmp_path / "narrow.json", private_key("untrusted", tmp_path), serial=9)
+    with pytest.raises(FeedSignatureError, match="may not speak for the package checked"):
+        check_kit_feed(KIT, narrow, trust, state_path=state, now=NOW)
+    assert not state.exists()
+    real = write_feed(tmp_path / "real.json", key, [revoked()], serial=2)
+    with pytest.raises(RevokedError):
+        check_kit_feed(KIT, real, trust, state_path=state, now=NOW)

@@ -17,7 +17,7 @@ def test_demo_builds_and_verifies_a_kit_per_example(tmp_path: Path) -> None:
     )
     kits = sorted((tmp_path / "kits").glob("*.tar.gz"))
     assert [k.name.rsplit("-", 1)[0] for k in kits] == examples
-    trust = load_trust_store(tmp_path / "kits" / "demo.pub")
+    trust = load_trust_store(tmp_path / "kits" / "demo.pub", bare_key=True)
     assert all(verify_kit(kit, trust).package_id in examples for kit in kits)
     assert (tmp_path / "catalog" / "index.html").is_file()
     assert result.stdout.count("signature and manifest verified") == len(examples)

@@ -200,7 +200,9 @@ def test_a_two_node_package_builds_a_leaderworkerset_kit_that_verifies(
     names = {f.path for f in kit.files}
     assert "deploy/k8s/leaderworkerset.yaml" in names and "deploy/k8s/deployment.yaml" not in names
     (tmp_path / "kit.tar.gz").write_bytes(kit.archive)
-    result = verify_kit(tmp_path / "kit.tar.gz", load_trust_store(KEYS / "publisher.pub"))
+    result = verify_kit(
+        tmp_path / "kit.tar.gz", load_trust_store(KEYS / "publisher.pub", bare_key=True)
+    )
     assert result.package_id == "kit-fixture"
 
 

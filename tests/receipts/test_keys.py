@@ -20,6 +20,7 @@ from servekit.receipts.keys import (
     load_trust_store,
     write_key_pair,
 )
+from servekit.receipts.trust import Scope, render_trust_file
 from tests.kit.helpers import KEYS
 
 
@@ -77,7 +78,7 @@ def test_describe_private_and_public(tmp_path: Path) -> None:
 
 
 def test_one_bare_key_is_trusted_for_one_publisher() -> None:
-    trust = load_trust_store(KEYS / "publisher.pub")
+    trust = load_trust_store(KEYS / "publisher.pub", bare_key=True)
     (key_id,) = trust.keys
     assert trust.grants[key_id].allows("anyone", "any-package")
 
@@ -89,7 +90,7 @@ def test_several_bare_keys_are_refused(tmp_path: Path) -> None:
         (KEYS / "publisher.pub").read_bytes() + (KEYS / "untrusted.pub").read_bytes()
     )
     with pytest.raises(SigningKeyError, match="2 public keys"):
-        load_trust_store(bundle)
+        load_trust_store(bundle, bare_key=True)
     with pytest.raises(SigningKeyError, match="directory"):
         load_trust_store(KEYS)
 
@@ -132,6 +133,12 @@ def _trust_file(tmp_path: Path, body: str) -> Path:
             "the public key's id is",
         ),
         ("other = 1\n", "nothing else"),
+        (f"keys.{'0' * 64} = 1\n", "must be a table"),
+        (f"[keys.{'0' * 64}]\npublic_key='publisher.pub'\ngrants=[]\n", "non-empty grants"),
+        (
+            f"[keys.{'0' * 64}]\npublic_key='publisher.pub'\ngrants=[{{publisher='x'}}]\n",
+            r"grants\[0\] must set exactly publisher and packages",
+        ),
     ],
 )
 def test_malformed_trust_files_are_refused(tmp_path: Path, body: str, message: str) -> None:
@@ -149,14 +156,15 @@ def test_a_trust_table_with_two_public_keys_is_refused(tmp_path: Path) -> None:
         load_trust_store(_trust_file(tmp_path, body))
 
 
-def test_empty_trust_stores_load_empty(tmp_path: Path) -> None:
-    (tmp_path / "empty.pub").write_text("")
-    assert not load_trust_store(tmp_path / "empty.pub").keys
+def test_an_empty_trust_store_loads_empty(tmp_path: Path) -> None:
+    """Not a bare key and not a trust file: it trusts nothing, and verifiers refuse that."""
+    (tmp_path / "empty.toml").write_text("\n ")
+    assert not load_trust_store(tmp_path / "empty.toml").keys
 
 
 def test_trust_store_refuses_a_private_key_and_a_missing_path(tmp_path: Path) -> None:
-    with pytest.raises(SigningKeyError, match="holds no PEM public key"):
-        load_trust_store(KEYS / "publisher.key")
+    with pytest.raises(SigningKeyError, match="holds a private key"):
+        load_trust_store(KEYS / "publisher.key", bare_key=True)
     with pytest.raises(SigningKeyError, match="trust store not found"):
         load_trust_store(tmp_path / "missing.pub")
 
@@ -212,3 +220,85 @@ def test_a_trust_entry_needs_a_publisher_and_a_key(
     body = f"[keys.{'0' * 64}]\npublisher={publisher}\npackages=['*']\npublic_key={public_key}\n"
     with pytest.raises(SigningKeyError, match=message):
         load_trust_store(_trust_file(tmp_path, body))
+
+
+# --- a trust store is recognised by its content, never by its name ---------------------
+
+
+def _inline_trust(publisher: str = "x", packages: str = "['only-this']") -> str:
+    key_id = load_public_key(KEYS / "publisher.pub").key_id
+    pem = (KEYS / "publisher.pub").read_text()
+    return (
+        f"[keys.{key_id}]\npublisher='{publisher}'\npackages={packages}\npublic_key='''{pem}'''\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["trust.txt", "trust.pub", "trust"])
+def test_a_trust_file_keeps_its_grants_whatever_its_name(tmp_path: Path, name: str) -> None:
+    """Named otherwise than *.toml, it was read as its one PEM, trusted for everything."""
+    path = tmp_path / name
+    path.write_text(_inline_trust())
+    (grant,) = load_trust_store(path, bare_key=True).grants.values()
+    assert grant.allows("x", "only-this") and not grant.bare
+    assert not grant.allows("x", "another") and not grant.allows("y", "only-this")
+
+
+def test_a_bare_key_is_recognised_whatever_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "trust.toml"
+    path.write_bytes((KEYS / "publisher.pub").read_bytes())
+    (grant,) = load_trust_store(path, bare_key=True).grants.values()
+    assert grant.bare
+
+
+def test_a_bare_key_is_refused_where_the_command_does_not_allow_one() -> None:
+    with pytest.raises(SigningKeyError, match="one bare public key, and this command needs"):
+        load_trust_store(KEYS / "publisher.pub")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"\xff\xfe not text", "is not UTF-8 text"),
+        (b"# a trust file in progress [\n" + (KEYS / "publisher.pub").read_bytes(), "among other"),
+        ((KEYS / "publisher.pub").read_bytes() + b"\npublisher = 'x'\n", "among other text"),
+    ],
+    ids=["binary", "comment-then-key", "key-then-toml"],
+)
+def test_an_ambiguous_or_unreadable_trust_store_is_an_error(
+    tmp_path: Path, body: bytes, message: str
+) -> None:
+    path = tmp_path / "trust.pub"
+    path.write_bytes(body)
+    with pytest.raises(SigningKeyError, match=message):
+        load_trust_store(path, bare_key=True)
+
+
+def test_a_huge_trust_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "trust.toml"
+    with path.open("wb") as fh:
+        fh.truncate(64 * 1024 * 1024)
+    with pytest.raises(SigningKeyError, match="larger than"):
+        load_trust_store(path)
+
+
+def test_one_key_may_be_granted_several_publishers(tmp_path: Path) -> None:
+    key_id = load_public_key(KEYS / "publisher.pub").key_id
+    body = (
+        f"[keys.{key_id}]\npublic_key='publisher.pub'\n"
+        "grants=[{publisher='A', packages=['a-*']}, {publisher='B', packages=['b']}]\n"
+    )
+    grant = load_trust_store(_trust_file(tmp_path, body)).grants[key_id]
+    assert grant.allows("A", "a-1") and grant.allows("B", "b") and not grant.allows("A", "b")
+    assert grant.speaks_for("A") and grant.speaks_for("B") and not grant.speaks_for("C")
+    twice = body.replace("'B'", "'A'")
+    with pytest.raises(SigningKeyError, match="names a publisher twice"):
+        load_trust_store(_trust_file(tmp_path, twice))
+
+
+def test_a_rendered_trust_file_reads_back(tmp_path: Path) -> None:
+    key = load_public_key(KEYS / "publisher.pub")
+    scopes = (Scope('Odd "name"\\', ("a-*",)), Scope("B\u202e", ("b",)))
+    text = render_trust_file([(key.key_id, key.pem(), scopes)], "served by a test\nline two")
+    path = tmp_path / "served"
+    path.write_text(text)
+    assert load_trust_store(path).grants[key.key_id].scopes == scopes

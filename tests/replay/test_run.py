@@ -56,7 +56,7 @@ def test_an_untrusted_kit_is_refused_before_any_request(
 ) -> None:
     options = ReplayOptions(
         kit=kit,
-        trust=load_trust_store(keys.buyer_pub),
+        trust=load_trust_store(keys.buyer_pub, bare_key=True),
         endpoint="http://127.0.0.1:9",  # nothing listens: a request would fail differently
         out=tmp_path / "out",
     )
@@ -68,7 +68,7 @@ def test_an_untrusted_kit_is_refused_before_any_request(
 def test_an_unknown_workload_is_refused(kit: Path, keys: Keys, tmp_path: Path) -> None:
     options = ReplayOptions(
         kit=kit,
-        trust=load_trust_store(keys.publisher_pub),
+        trust=load_trust_store(keys.publisher_pub, bare_key=True),
         endpoint="http://127.0.0.1:9",
         out=tmp_path / "out",
         workloads=("sim-huge",),
@@ -79,7 +79,10 @@ def test_an_unknown_workload_is_refused(kit: Path, keys: Keys, tmp_path: Path) -
 
 def test_plan_replays_every_workload_as_recorded(kit: Path, keys: Keys, tmp_path: Path) -> None:
     options = ReplayOptions(
-        kit=kit, trust=load_trust_store(keys.publisher_pub), endpoint="http://x", out=tmp_path
+        kit=kit,
+        trust=load_trust_store(keys.publisher_pub, bare_key=True),
+        endpoint="http://x",
+        out=tmp_path,
     )
     plan = prepare_replay(options)
     assert [w.id for w, _ in plan.configs] == ["sim-short", "sim-long"] and not plan.skipped

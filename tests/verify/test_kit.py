@@ -38,7 +38,7 @@ from servekit.errors import (
 from servekit.kit.archive import write_archive
 from servekit.receipts.archive import kit_file
 from servekit.receipts.canonical import canonical_json
-from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
+from servekit.receipts.keys import TrustStore, load_public_key, load_signing_key, load_trust_store
 from servekit.receipts.manifest import manifest_entries, render_manifest
 from servekit.receipts.signing import sign_payload
 from servekit.verify.expect import Expectation
@@ -46,7 +46,7 @@ from servekit.verify.kit import verify_kit
 from tests.assets.make_kit_fixtures import MTIME, build, private_key
 from tests.kit.helpers import ASSETS, KEYS, PACKAGE_DIR
 
-TRUST = load_trust_store(KEYS / "publisher.pub")
+TRUST = load_trust_store(KEYS / "publisher.pub", bare_key=True)
 GRANTS = load_trust_store(KEYS / "trust.toml")
 KIT = "<the kit>"  # refusals of the archive as a whole name the kit's own path
 
@@ -135,14 +135,13 @@ def test_a_directory_kit_with_a_symlink_is_refused(tmp_path: Path) -> None:
     assert info.value.file == "evidence/run-b.jsonl" and info.value.actual == "a symlink"
 
 
-def test_an_empty_trust_store_fails_even_a_valid_kit(tmp_path: Path) -> None:
+def test_an_empty_trust_store_fails_even_a_valid_kit() -> None:
     with pytest.raises(SignatureError, match="holds no key"):
-        (tmp_path / "empty.pub").write_bytes(b"")
-        verify_kit(ASSETS / "kit_valid.tar.gz", load_trust_store(tmp_path / "empty.pub"))
+        verify_kit(ASSETS / "kit_valid.tar.gz", TrustStore(source="empty", keys={}))
 
 
 def test_the_untrusted_kit_verifies_once_its_key_is_trusted() -> None:
-    trust = load_trust_store(KEYS / "untrusted.pub")
+    trust = load_trust_store(KEYS / "untrusted.pub", bare_key=True)
     assert verify_kit(ASSETS / "kit_untrusted_key.tar.gz", trust).key_id in trust.keys
 
 

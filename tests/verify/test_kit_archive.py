@@ -30,6 +30,7 @@ from servekit.receipts.manifest import manifest_entries, render_manifest
 from servekit.verify.archive import Limits, _Budget, _read_regular, kit_member_name, read_kit
 from servekit.verify.tarstream import Gunzip, StreamLimits, _first_difference
 from tests.assets.make_kit_fixtures import _end, _gzip, _info, _member, _members
+from tests.functional.helpers import ROOT, servekit
 
 FILES = {"README.md": b"hello\n", "deploy/launch.sh": b"#!/bin/sh\n", "evidence/a.jsonl": b"{}\n"}
 
@@ -473,3 +474,19 @@ def test_the_first_difference_of_a_prefix_is_its_end() -> None:
     canonical = b"\0" * 2000
     assert _first_difference(canonical[:1500], canonical) == 1500
     assert _first_difference(canonical + b"\0", canonical) == 2000
+
+
+def test_a_manifest_size_of_thousands_of_digits_is_a_format_error(tmp_path: Path) -> None:
+    """Unsigned MANIFEST bytes are bounded before a number is parsed: no traceback."""
+    files = _files()
+    line = next(x for x in files["MANIFEST"].decode().splitlines() if x.endswith("README.md"))
+    huge = line.replace(f"  {len(files['README.md'])}  ", "  " + "9" * 5000 + "  ")
+    files["MANIFEST"] = files["MANIFEST"].replace(line.encode(), huge.encode())
+    kit = _kit(tmp_path, files)
+    with pytest.raises(FileChangedError, match="not in the servekit manifest format") as info:
+        read_kit(kit)
+    assert info.value.file == "MANIFEST"
+    done = servekit(
+        "verify", "kit", str(kit), "--trust", str(ROOT / "tests/assets/keys/trust.toml")
+    )
+    assert done.returncode == 10 and "Traceback" not in done.stderr, done.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from servekit.errors import UsageError
 from servekit.receipts.keys import load_trust_store
 from servekit.verify.kit import unpack_kit, verify_kit
 from servekit.verify.unpack import write_tree
+from tests.functional.helpers import SERVEKIT
 from tests.kit.helpers import ASSETS, KEYS
 
 TRUST = load_trust_store(KEYS / "trust.toml")
@@ -118,3 +120,17 @@ def test_modes_are_exact_whatever_the_umask(tmp_path: Path) -> None:
     assert modes.pop("kit/deploy/launch.sh") == 0o755
     assert {m for p, m in modes.items() if p not in directories} == {0o644}
     assert verify_kit(tmp_path / "kit", TRUST).files == 15
+
+
+@pytest.mark.parametrize("umask", ["002", "000", "077"])
+def test_the_cli_unpacks_under_any_umask(tmp_path: Path, umask: str) -> None:
+    """Under umask 002 the CLI made DIR group-writable itself, then refused it."""
+    target = tmp_path / "kit"
+    done = subprocess.run(
+        ["sh", "-c", f'umask {umask} && exec "$@"', "sh", *SERVEKIT, "kit", "unpack",
+         str(KIT), str(target), "--trust", str(KEYS / "trust.toml")],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(target.stat().st_mode) & 0o022 == 0
+    assert verify_kit(target, TRUST).files > 0

@@ -33,7 +33,7 @@ from tests.kit.helpers import KEYS, private_key
 
 ROOT = Path(__file__).resolve().parents[2]
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
-TRUST = load_trust_store(KEYS / "publisher.pub")
+TRUST = load_trust_store(KEYS / "publisher.pub", bare_key=True)
 
 
 def _tree(root: Path) -> Path:
@@ -203,4 +203,6 @@ def test_a_kit_signed_by_another_key_is_refused(tmp_path: Path, tree: Path) -> N
     local = pin_directory(tree)
     pin = WeightsPin.build(local.files, repo="moonshotai/Kimi-K3", revision="main", commit="c" * 40)
     with pytest.raises(UntrustedKeyError):
-        expected_from_kit(_signed_kit(tmp_path, pin), load_trust_store(KEYS / "untrusted.pub"))
+        expected_from_kit(
+            _signed_kit(tmp_path, pin), load_trust_store(KEYS / "untrusted.pub", bare_key=True)
+        )

@@ -186,6 +186,7 @@ class PackagePage(BaseModel):
     charts: tuple[Panel, ...]
     """The chart panels drawn (none when every series is a single point)."""
     retracted: str | None = None  # the store's reason, when this version is off sale
+    signing_key_id: str | None = None  # the live store's key, which signs the kit it sells
 
 
 def _computed(entry: Entry, figure_id: str) -> str:

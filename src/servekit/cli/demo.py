@@ -83,7 +83,7 @@ def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Do
     public = out / "kits" / "demo.pub"
     public.parent.mkdir(exist_ok=True)
     shutil.copyfile(keys.public, public)
-    trust, entries = load_trust_store(public), []
+    trust, entries = load_trust_store(public, bare_key=True), []
     failed: list[ClaimViolation] = []
     kits: list[Path] = []
     for directory in dirs:

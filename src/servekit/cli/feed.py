@@ -70,11 +70,13 @@ def hold_against_feed(
     kit: Path | None = None,
     package: Path | None = None,
     model: tuple[str | None, str | None] | None = None,
+    publisher: str | None = None,
 ) -> None:
     """``--feed`` of the verify commands: refuse what the feed revokes, warn on retractions.
 
     With ``model`` (``verify weights``) the model commit is held against the feed, and
     the kit's or package's version and engine when one is given; else the kit's package.
+    The feed must be the kit's (package's, ``publisher``'s) own publisher's.
     """
     if feed is None:
         return
@@ -84,7 +86,13 @@ def hold_against_feed(
         result = check_kit_feed(kit, feed, trust, state_path=state)
     else:
         result = check_weights_feed(
-            feed, trust, state_path=state, model=model, kit=kit, package_dir=package
+            feed,
+            trust,
+            state_path=state,
+            model=model,
+            kit=kit,
+            package_dir=package,
+            publisher=publisher,
         )
     p = result.feed.predicate
     stderr.print(

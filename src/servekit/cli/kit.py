@@ -14,6 +14,7 @@ from servekit.receipts.keys import load_trust_store
 from servekit.seams import output_dir, output_file
 from servekit.verify.expect import Expectation
 from servekit.verify.kit import unpack_kit
+from servekit.verify.unpack import DIRECTORY_MODE
 
 app = typer.Typer(
     help="Build a kit: deploy files written flag for flag from the package, evidence, "
@@ -74,8 +75,10 @@ def unpack_command(
     parent must exist (exit 2).
     """
     wanted = Expectation.parse(expect) if expect is not None else None
-    with output_dir(directory, force=False, option="DIR"):  # no parent made, none left empty
-        result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
+    # no parent made, none left empty; never group-writable (umask 002 would make it so,
+    # and unpack refuses a directory others can write)
+    with output_dir(directory, force=False, option="DIR", mode=DIRECTORY_MODE):
+        result = unpack_kit(kit, load_trust_store(trust, bare_key=True), directory, expect=wanted)
     if as_json:
         print_json({**result.as_dict(), "unpacked_to": str(directory)})
         return

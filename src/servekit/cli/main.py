@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "package": ("servekit.cli.package:app", "Work with a package definition: check its claims, print its schema."),
     "catalog": ("servekit.cli.catalog:app", "Catalog cards and pages, read from package definitions (nothing typed twice)."),
     "keys": ("servekit.cli.keys:app", "Ed25519 keys that sign receipts: generate a pair, show a key's id."),
+    "trust": ("servekit.cli.trust:app", "Trust files: fetch a store's signing keys with their publisher grants."),
     "kit": ("servekit.cli.kit:app", "Build a kit: deploy files written flag for flag from the package, evidence, licences and a signed receipt; unpack one only after verifying it."),
     "verify": ("servekit.cli.verify:app", "Verify a kit or a model's weights. Exit 0 means verified; every failure names the file, the expected and the actual value."),
     "model": ("servekit.cli.model:app", "Pin an upstream model at an immutable commit, or digest a local model tree (every file's path, size and sha256, and the tree digest: docs/digest.md)."),

@@ -13,7 +13,7 @@ from servekit.errors import RegressionError
 if TYPE_CHECKING:  # the library loads when a command runs, not to parse its arguments
     from servekit.replay import Comparison
     from servekit.replay.models import FigureComparison
-    from servekit.replay.reproduction import ReproductionPredicate
+    from servekit.replay.reproduction import VerifiedReproduction
 
 REPRODUCTION_FILE = "reproduction.dsse.json"
 """``servekit.replay.reproduction.REPRODUCTION_FILE``, for the help text (start-up)."""
@@ -56,7 +56,7 @@ def replay_command(
 
     options = ReplayOptions(
         kit=kit,
-        trust=load_trust_store(trust),
+        trust=load_trust_store(trust, bare_key=True),
         endpoint=endpoint,
         out=out,
         model=model,
@@ -225,11 +225,12 @@ def compare_command(
         print_json({"ok": True, **data})
 
 
-def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
+def _render_reproduction(result: VerifiedReproduction) -> None:
     from servekit.cli.output import plain, stdout
 
+    predicate = result.predicate
     kit, host = predicate.kit, predicate.host
-    stdout.print(f"[green]✓ verified[/] reproduction signed by {key_id}")
+    stdout.print(f"[green]✓ verified[/] reproduction signed by {result.key_id}")
     stdout.print(f"  kit:      {plain(kit.package)} {plain(kit.version)} by {plain(kit.publisher)}")
     stdout.print(f"  receipt:  sha256:{kit.receipt_sha256}")
     gpus = ", ".join(g.name for g in host.gpus) or "no GPU visible through nvidia-smi"
@@ -241,6 +242,22 @@ def _render_reproduction(predicate: ReproductionPredicate, key_id: str) -> None:
     stdout.print("  figures:  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
     state = "[green]reproduced[/]" if predicate.reproduced else "[red]NOT reproduced[/]"
     stdout.print(f"  result:   {state} within ±{predicate.tolerance_pct:g} %")
+    stdout.print(f"  checked:  {_checked(result)}")
+    tol = result.kit_tolerance_pct
+    if tol is not None and tol != predicate.tolerance_pct:
+        again = "reproduced" if result.reproduced_at_kit_tolerance else "NOT reproduced"
+        stdout.print(
+            f"[yellow]  compared at ±{predicate.tolerance_pct:g} %, not the kit's own "
+            f"±{tol:g} %: at the kit's tolerance it is {again}[/]"
+        )
+
+
+def _checked(result: VerifiedReproduction) -> str:
+    if result.recomputed:
+        return "signature, verdicts, the kit, and every figure recomputed from the evidence"
+    if result.kit_checked:
+        return "signature, verdicts and the kit (pass --replay to recompute the figures)"
+    return "signature and verdicts (pass --kit and --replay to check the figures)"
 
 
 def reproduction_command(
@@ -252,19 +269,34 @@ def reproduction_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the reproduction as JSON."),
 ) -> None:
-    """Verify a signed reproduction offline: its signature, and that it binds the kit's
-    receipt and the replay evidence. Exit 0 when it verifies and records a reproduction."""
+    """Verify a signed reproduction offline: its signature, that each verdict follows from
+    its numbers, and with --kit and --replay that it is this kit's and that every figure
+    is what the bound evidence gives. Exit 0 when it verifies and records a reproduction."""
     from servekit.cli.output import print_json
     from servekit.receipts.keys import load_trust_store
     from servekit.replay import verify_reproduction
 
-    predicate, key_id = verify_reproduction(
-        file, load_trust_store(trust), kit=kit, replay_dir=replay
+    result = verify_reproduction(
+        file, load_trust_store(trust, bare_key=True), kit=kit, replay_dir=replay
     )
+    predicate = result.predicate
     if as_json:
-        print_json({"verified": True, "key_id": key_id, **predicate.model_dump(mode="json")})
+        checks = {
+            "kit_checked": result.kit_checked,
+            "recomputed": result.recomputed,
+            "kit_tolerance_pct": result.kit_tolerance_pct,
+            "reproduced_at_kit_tolerance": result.reproduced_at_kit_tolerance,
+        }
+        print_json(
+            {
+                "verified": True,
+                "key_id": result.key_id,
+                **checks,
+                **predicate.model_dump(mode="json"),
+            }
+        )
     else:
-        _render_reproduction(predicate, key_id)
+        _render_reproduction(result)
     if not predicate.reproduced:
         raise RegressionError(
             "the reproduction is authentic, and it records figures that were not reproduced",

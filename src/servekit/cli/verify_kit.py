@@ -14,7 +14,7 @@ from servekit.receipts.keys import load_trust_store
 from servekit.verify.expect import Expectation
 from servekit.verify.kit import KitVerification, verify_kit
 
-TRUST_HELP = "Trust file (.toml: each key with the publisher and package ids it may sign), or one publisher's servekit.pub."
+TRUST_HELP = "Trust file (TOML: each key with the publisher and package ids it may sign), or one publisher's servekit.pub, trusted for this kit's publisher only; recognised by content."
 EXPECT_HELP = "Refuse any kit but this one: ID@VERSION, or ID@>=VERSION for that version or later."
 
 
@@ -73,7 +73,7 @@ def kit_command(
     """
     wanted = Expectation.parse(expect) if expect is not None else None
     try:
-        trusted = load_trust_store(trust)
+        trusted = load_trust_store(trust, bare_key=True)
         result = verify_kit(kit, trusted, expect=wanted)
         hold_against_feed(feed, trusted, feed_state, kit=kit)
     except VerificationError as exc:

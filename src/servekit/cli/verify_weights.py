@@ -41,13 +41,17 @@ def _expected(
             "--kit needs --trust: the kit is verified before its pin is believed",
             hint="pass the publisher's servekit.pub or your trust file with --trust",
         )
-    return expected_from_kit(kit, load_trust_store(trust))
+    return expected_from_kit(kit, load_trust_store(trust, bare_key=True))
 
 
 def _feed_trust(feed: Path | None, trust: Path | None) -> TrustStore:
     if feed is not None and trust is None:
         raise UsageError("--feed needs --trust: the publisher's key that signs the feed")
-    return load_trust_store(trust) if trust is not None else TrustStore(source="none", keys={})
+    return (
+        load_trust_store(trust, bare_key=True)
+        if trust is not None
+        else TrustStore(source="none", keys={})
+    )
 
 
 def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
@@ -105,6 +109,12 @@ def weights_command(
     feed_state: Path | None = typer.Option(
         None, "--feed-state", help="State file of the last feed serial seen (default: cache dir)."
     ),
+    publisher: str | None = typer.Option(
+        None,
+        "--publisher",
+        metavar="NAME",
+        help="With --feed and a bare --pin: the publisher whose feed it must be.",
+    ),
 ) -> None:
     """Check every file of a model tree against its pin: names and sizes first, then sha256.
 
@@ -112,7 +122,9 @@ def weights_command(
     unreadable file is named with the expected and the actual value, and the exit
     code names the failure (10 changed, 11 missing, 12 extra, 16 unreadable/unsafe).
     With --feed (and --trust) the model commit, and the kit's or package's version and
-    engine build, are first held against the revocation feed (exit 50-54, docs/feed.md).
+    engine build, are first held against the revocation feed (exit 50-54, docs/feed.md);
+    it must be the feed of the kit's or package's publisher (with a bare --pin, name it
+    with --publisher).
     """
     expected = _expected(pin, package, kit, trust)
     if expected.package is not None and not as_json:
@@ -124,6 +136,7 @@ def weights_command(
         kit=kit,
         package=package,
         model=(expected.repo, expected.commit),
+        publisher=publisher,
     )
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
     if not as_json:

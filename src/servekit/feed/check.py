@@ -1,14 +1,19 @@
 """Verify a signed revocation feed, then hold a kit or a model against it.
 
 Steps of :func:`verify_feed` (each failure raises its own error class):
-  1. read the envelope (:class:`~servekit.errors.FeedMalformedError`);
+  1. read the envelope, at most :data:`MAX_FEED_BYTES` of it, never more
+     (:class:`~servekit.errors.FeedMalformedError`);
   2. its signature by a trusted key (:class:`~servekit.errors.FeedSignatureError`);
   3. the statement: in-toto v1, the feed predicate, signed by the key it names, and a
      subject digest that is the digest of its retractions (malformed otherwise);
-  4. not past ``expires`` (:class:`~servekit.errors.FeedExpiredError`, freeze);
-  5. a serial no lower than the last one seen for this publisher, and the same content
+  4. the feed is the named publisher's (the kit's own), and the key that signed it is
+     granted for that publisher in the trust store (and for the package checked, when
+     there is one); a bare key is scoped to that publisher first
+     (:class:`~servekit.errors.FeedSignatureError`);
+  5. not past ``expires`` (:class:`~servekit.errors.FeedExpiredError`, freeze);
+  6. a serial no lower than the last one seen for this publisher, and the same content
      when the serial is the same (:class:`~servekit.errors.FeedRollbackError`);
-  6. record the serial in the state file.
+  7. record the serial in the state file: only a feed that passed 1-6 moves it.
 
 :func:`check_package` then refuses a revoked package version, model commit or engine
 build (:class:`~servekit.errors.RevokedError`) and returns the retracted figures, which
@@ -48,13 +53,16 @@ from servekit.feed.state import Mark, read_state, write_state
 from servekit.package.load import load_package
 from servekit.package.models import EnginePin, Package
 from servekit.receipts.canonical import canonical_json, sha256_hex
-from servekit.receipts.dsse import decode_envelope
+from servekit.receipts.dsse import MAX_RECEIPT_BYTES, decode_envelope
 from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import TrustStore
 from servekit.receipts.signing import verify_envelope
 from servekit.seams import problem_text
 from servekit.verify.archive import read_kit
 from servekit.verify.contents import kit_package
+
+MAX_FEED_BYTES = MAX_RECEIPT_BYTES
+"""A feed is read like a receipt: at most a megabyte, and never more than one byte past it."""
 
 
 @dataclass(frozen=True)
@@ -76,12 +84,57 @@ def _malformed(file: str, actual: str) -> FeedMalformedError:
 
 
 def _read(path: Path) -> bytes:
+    """The feed's bytes, reading at most one byte past the limit (a huge file is refused)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as fh:
+            data = fh.read(MAX_FEED_BYTES + 1)
     except OSError as exc:
         raise FeedMalformedError(
             "the feed cannot be read", file=str(path), actual=str(exc)
         ) from exc
+    if len(data) > MAX_FEED_BYTES:
+        raise FeedMalformedError(
+            "the feed is larger than a feed may be",
+            file=str(path),
+            expected=f"at most {MAX_FEED_BYTES} bytes",
+            actual=f"more than {MAX_FEED_BYTES} bytes",
+            hint="a feed is a few kilobytes; this is not one (obtain it again from the publisher)",
+        )
+    return data
+
+
+def _check_publisher(feed: Feed, publisher: str, trust: TrustStore, package_id: str | None) -> None:
+    """Step 4: the named publisher's feed, signed by a key granted for that publisher (and
+    for ``package_id``, the package checked against it, when there is one)."""
+    named = feed.predicate.publisher
+    if named != publisher:
+        raise FeedSignatureError(
+            "the feed is another publisher's: it cannot say whether this one revoked anything",
+            file=feed.source,
+            expected=f"a feed of {publisher!r} (the publisher of what is checked)",
+            actual=f"a feed of {named!r}, serial {feed.predicate.serial}",
+            hint=f"fetch {publisher}'s own feed; another publisher's feed proves nothing here",
+        )
+    grant = trust.grants.get(feed.key_id)
+    if grant is None or not grant.speaks_for(publisher):
+        raise FeedSignatureError(
+            "the key that signed the feed may not speak for its publisher",
+            file=feed.source,
+            expected=f"a key granted for {publisher!r}: "
+            + (", ".join(trust.speakers_for(publisher)) or "the trust store grants none"),
+            actual=f"key {feed.key_id} ({grant.describe() if grant else 'no grant'})",
+            hint=f"the trust store {trust.source} does not grant this key that publisher; "
+            "one publisher's key cannot sign another's feed",
+        )
+    if package_id is not None and not grant.allows(publisher, package_id):
+        raise FeedSignatureError(
+            "the key that signed the feed may not speak for the package checked",
+            file=feed.source,
+            expected=f"a feed signed by a key granted {package_id} of {publisher!r}",
+            actual=f"key {feed.key_id} ({grant.describe()})",
+            hint="a key granted some of a publisher's packages cannot vouch that another of "
+            "them is not revoked; fetch the feed signed by that package's key",
+        )
 
 
 def _verified_payload(data: bytes, trust: TrustStore, file: str) -> tuple[bytes, str]:
@@ -154,22 +207,32 @@ def _check_serial(feed: Feed, last: Mark | None, state_path: Path) -> None:
 
 
 def verify_feed(
-    path: Path, trust: TrustStore, *, state_path: Path, now: dt.datetime | None = None
+    path: Path,
+    trust: TrustStore,
+    *,
+    publisher: str,
+    state_path: Path,
+    now: dt.datetime | None = None,
+    package_id: str | None = None,
 ) -> Feed:
-    """Verify the feed at ``path`` and record its serial (see the module docstring)."""
+    """Verify ``publisher``'s feed at ``path`` and record its serial (see the module doc).
+
+    With ``package_id`` (the package held against it), the signing key must be granted
+    that package too, before any serial is recorded.
+    """
     file = str(path)
-    data = _read(path)
-    payload, key_id = _verified_payload(data, trust, file)  # 1, 2
+    data = _read(path)  # 1
+    payload, key_id = _verified_payload(data, trust, file)  # 2
     statement = _statement(payload, key_id, file)  # 3
     feed = Feed(
         source=file, key_id=key_id, sha256=sha256_hex(payload), predicate=statement.predicate
     )
-    _check_fresh(feed, now or dt.datetime.now(dt.UTC))  # 4
+    _check_publisher(feed, publisher, trust.scoped(publisher), package_id)  # 4
+    _check_fresh(feed, now or dt.datetime.now(dt.UTC))  # 5
     state = read_state(state_path)
-    publisher = feed.predicate.publisher
-    _check_serial(feed, state.last("seen", publisher), state_path)  # 5
+    _check_serial(feed, state.last("seen", publisher), state_path)  # 6
     mark = Mark(serial=feed.predicate.serial, sha256=feed.sha256)
-    write_state(state_path, state.with_mark("seen", publisher, mark))  # 6
+    write_state(state_path, state.with_mark("seen", publisher, mark))  # 7
     return feed
 
 
@@ -235,9 +298,37 @@ def check_package(feed: Feed, package: Package) -> tuple[RetractedFigure, ...]:
 def check_kit_feed(
     kit: Path, feed: Path, trust: TrustStore, *, state_path: Path, now: dt.datetime | None = None
 ) -> FeedCheck:
-    """Verify ``feed`` and hold the kit's package against it (``verify kit --feed``)."""
-    verified = verify_feed(feed, trust, state_path=state_path, now=now)
-    return FeedCheck(verified, check_package(verified, kit_package(read_kit(kit))))
+    """Verify the kit publisher's ``feed`` and hold the kit's package against it
+    (``verify kit --feed``): a feed of another publisher is refused, not read as "nothing
+    revoked"."""
+    package = kit_package(read_kit(kit))
+    verified = verify_feed(
+        feed,
+        trust,
+        publisher=package.publisher,
+        state_path=state_path,
+        now=now,
+        package_id=package.id,
+    )
+    return FeedCheck(verified, check_package(verified, package))
+
+
+def _weights_publisher(package: Package | None, publisher: str | None) -> str:
+    if package is None:
+        if publisher is None:
+            raise UsageError(
+                "a pin names no publisher, so no feed can be known to be its publisher's",
+                hint="pass --kit or --package with the pin, or --publisher NAME (the publisher "
+                "whose feed it is, as the trust file names it)",
+            )
+        return publisher
+    if publisher is not None and publisher != package.publisher:
+        raise UsageError(
+            f"--publisher {publisher!r} is not the publisher of {package.id} "
+            f"({package.publisher!r})",
+            hint="leave --publisher out: the kit or package names its publisher",
+        )
+    return package.publisher
 
 
 def check_weights_feed(
@@ -248,23 +339,30 @@ def check_weights_feed(
     model: tuple[str | None, str | None],
     kit: Path | None = None,
     package_dir: Path | None = None,
+    publisher: str | None = None,
+    now: dt.datetime | None = None,
 ) -> FeedCheck:
     """Verify ``feed`` and hold a model commit against it (``verify weights --feed``).
 
-    With the kit or package the pin came from, its version and engine build are held
-    against the feed too.
+    The feed must be the publisher's of the kit or package the pin came from (their
+    version and engine build are held against it too), or of ``publisher`` for a bare pin.
     """
-    verified = verify_feed(feed, trust, state_path=state_path)
     package = kit_package(read_kit(kit)) if kit else None
     if package_dir is not None:
         package = load_package(package_dir).package
-    if package is not None:
-        return FeedCheck(verified, check_package(verified, package))
     repo, commit = model
-    if repo is None or commit is None:
+    if package is None and (repo is None or commit is None):
         raise UsageError(
             "the pin names no repository and commit, so the feed has nothing to check",
             hint="pass --kit or --package, or a pin made by `servekit model pin`",
         )
+    owner = _weights_publisher(package, publisher)
+    package_id = package.id if package is not None else None
+    verified = verify_feed(
+        feed, trust, publisher=owner, state_path=state_path, now=now, package_id=package_id
+    )
+    if package is not None:
+        return FeedCheck(verified, check_package(verified, package))
+    assert repo is not None and commit is not None
     check_model(verified, repo, commit)
     return FeedCheck(verified, ())

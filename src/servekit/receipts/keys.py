@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from servekit.errors import SigningKeyError
 from servekit.receipts.canonical import sha256_hex
-from servekit.receipts.trust import SINGLE_KEY_GRANT, Grant, parse_trust_file
+from servekit.receipts.trust import BARE_KEY_GRANT, Grant, Scope, parse_trust_file
 
 PRIVATE_KEY_FILE = "servekit.key"
 PUBLIC_KEY_FILE = "servekit.pub"
@@ -220,6 +220,9 @@ def describe_key(path: Path) -> KeyInfo:
 
 # --- trust store ---------------------------------------------------------------------
 
+MAX_TRUST_FILE_BYTES = 1024 * 1024
+"""A trust file is a few kilobytes; a megabyte is a few thousand keys."""
+
 
 @dataclass(frozen=True)
 class TrustStore:
@@ -236,21 +239,22 @@ class TrustStore:
     def key_ids(self) -> tuple[str, ...]:
         return tuple(sorted(self.keys))
 
+    def scoped(self, publisher: str) -> TrustStore:
+        """This store with every bare key bound to ``publisher``, the one the command names."""
+        scope = Grant((Scope(publisher, ("*",)),))
+        grants = {k: scope if g.bare else g for k, g in self.grants.items()}
+        return TrustStore(self.source, self.keys, MappingProxyType(grants))
 
-def _keys_in_file(path: Path) -> list[PublicKey]:
-    data = _read(path)
-    blocks = _PUBLIC_PEM.findall(data)
-    if not blocks and data.strip():
-        raise SigningKeyError(
-            f"{path}: holds no PEM public key",
-            hint="a trust store holds publishers' servekit.pub files, never a private key",
+    def speakers_for(self, publisher: str) -> tuple[str, ...]:
+        """The key ids granted for ``publisher`` (those that may sign its feed)."""
+        return tuple(
+            k for k in self.key_ids if (g := self.grants.get(k)) and g.speaks_for(publisher)
         )
-    return [_parse_public(block, f"{path} (key {i + 1})") for i, block in enumerate(blocks)]
 
 
-def _trust_file(path: Path) -> TrustStore:
+def _trust_file(path: Path, text: str, base: Path | None) -> TrustStore:
     keys, grants = {}, {}
-    for entry in parse_trust_file(path, _read(path)):
+    for entry in parse_trust_file(path, text, base=base):
         blocks = len(_PUBLIC_PEM.findall(entry.pem))
         if blocks > 1:  # the parser would take the first and silently drop the others
             raise SigningKeyError(
@@ -267,20 +271,85 @@ def _trust_file(path: Path) -> TrustStore:
     return TrustStore(str(path), MappingProxyType(keys), MappingProxyType(grants))
 
 
-def _single_key(path: Path) -> TrustStore:
-    keys = _keys_in_file(path)
-    if len(keys) > 1:
+def _bare_key(path: Path, block: bytes, allowed: bool) -> TrustStore:
+    if not allowed:
         raise SigningKeyError(
-            f"{path}: holds {len(keys)} public keys but says nothing of who may sign what",
+            f"{path}: is one bare public key, and this command needs a trust file",
+            hint="a bare key says nothing of which publisher it speaks for: write a trust file "
+            "(TOML) granting it its publisher and package ids (docs/kit.md, Keys and trust)",
+        )
+    key = _parse_public(block, str(path))
+    return TrustStore(
+        str(path),
+        MappingProxyType({key.key_id: key}),
+        MappingProxyType({key.key_id: BARE_KEY_GRANT}),
+    )
+
+
+def _neither(path: Path, why: str) -> SigningKeyError:
+    return SigningKeyError(
+        f"{path}: {why}",
+        hint="pass a trust file (TOML, [keys.<key id>] tables) or the publisher's servekit.pub "
+        "as it was published; docs/kit.md (Keys and trust) shows both",
+    )
+
+
+def _read_bounded(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_TRUST_FILE_BYTES + 1)
+    except OSError as exc:
+        raise SigningKeyError(f"{path}: cannot read the trust store: {exc.strerror}") from exc
+    if len(data) > MAX_TRUST_FILE_BYTES:
+        raise _neither(path, f"is larger than {MAX_TRUST_FILE_BYTES} bytes: not a trust store")
+    return data
+
+
+def read_trust_store(
+    path: Path, data: bytes, *, bare_key: bool = False, base: Path | None = None
+) -> TrustStore:
+    """Recognise ``data`` by its content: one PEM public key, or a TOML trust file.
+
+    ``path`` names it in messages; a trust file's ``public_key`` file names are read
+    relative to ``base`` (``None``: every key must be inline, as in a fetched file).
+
+    An empty file is an empty store (verifiers refuse it). Anything else is refused,
+    never guessed: text holding a private key, several bare keys, a public key among
+    other text, or a file that is no valid trust file.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _neither(path, f"is not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():  # trusts no key: every verifier refuses it (exit 13)
+        return TrustStore(str(path), MappingProxyType({}))
+    if "PRIVATE KEY-----" in text:
+        raise _neither(path, "holds a private key; a trust store holds public keys only")
+    blocks = _PUBLIC_PEM.findall(data)
+    if blocks and not _PUBLIC_PEM.sub(b"", data).strip():  # nothing but PEM public keys
+        if len(blocks) == 1:
+            return _bare_key(path, blocks[0], bare_key)
+        raise SigningKeyError(
+            f"{path}: holds {len(blocks)} public keys but says nothing of who may sign what",
             hint="write a trust file (TOML) granting each key its publisher and package ids; "
             "docs/kit.md shows the format",
         )
-    grants = {k.key_id: SINGLE_KEY_GRANT for k in keys}
-    return TrustStore(str(path), MappingProxyType({k.key_id: k for k in keys}), grants)
+    try:
+        return _trust_file(path, text, base)
+    except SigningKeyError as exc:
+        if blocks and "not a TOML trust file" in str(exc):
+            raise _neither(
+                path, "holds a public key among other text: neither one key nor a trust file"
+            ) from exc
+        raise
 
 
-def load_trust_store(path: Path) -> TrustStore:
-    """A trust file (``.toml``: keys with their grants), or one ``.pub`` key for one publisher."""
+def load_trust_store(path: Path, *, bare_key: bool = False) -> TrustStore:
+    """The trust store at ``path``, recognised by its content (:func:`read_trust_store`).
+
+    One bare public key is accepted only with ``bare_key=True`` (a command that names
+    the one publisher it trusts it for); it then trusts that key for that publisher alone.
+    """
     if path.is_dir():
         raise SigningKeyError(
             f"{path}: a directory of keys cannot say who may sign what",
@@ -292,4 +361,4 @@ def load_trust_store(path: Path) -> TrustStore:
             f"{path}: trust store not found",
             hint="pass the publisher's servekit.pub, or a trust file (TOML)",
         )
-    return _trust_file(path) if path.suffix == ".toml" else _single_key(path)
+    return read_trust_store(path, _read_bounded(path), bare_key=bare_key, base=path.parent)

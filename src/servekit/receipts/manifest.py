@@ -23,7 +23,9 @@ from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.formats import MANIFEST_FORMAT
 
 _PATH = re.compile(r"^[A-Za-z0-9._+-]+(/[A-Za-z0-9._+-]+)*$")
-_LINE = re.compile(r"^([0-9a-f]{64})  (0|[1-9][0-9]*)  (\S+)$")
+# A size has at most 19 digits (below 2**63): bounded before int() ever sees it, so an
+# unsigned MANIFEST with a size of thousands of digits is a format error, not a traceback.
+_LINE = re.compile(r"^([0-9a-f]{64})  (0|[1-9][0-9]{0,18})  (\S+)$")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Trust files: which key may sign which publisher's packages.
+"""Trust files: which key may sign which publisher's packages (and that publisher's feed).
 
 A trust file is TOML, one table per trusted key, named by its key id::
 
@@ -7,9 +7,19 @@ A trust file is TOML, one table per trusted key, named by its key id::
     packages = ["kimi-k3-*", "tiny"]    # package ids this key may sign (`*` and `?` globs)
     public_key = "example-labs.pub"     # a PEM file next to this one, or the PEM itself
 
-A key that signs a package of another publisher, or an id no pattern matches, is
-refused (:class:`~servekit.errors.KeyGrantError`). This module only parses the file;
-:func:`servekit.receipts.keys.load_trust_store` turns it into a trust store.
+A key that speaks for several publishers (a store that signs every kit it sells) lists
+each instead of ``publisher`` and ``packages``::
+
+    [keys.3b0c...e9]
+    public_key = "store.pub"
+    grants = [{publisher = "Example Labs", packages = ["tiny"]},
+              {publisher = "Other Lab", packages = ["big-*"]}]
+
+A key that signs a package of a publisher it is not granted, or an id no pattern
+matches, is refused (:class:`~servekit.errors.KeyGrantError`); a key signs a feed only
+in the name of a publisher it is granted. This module only parses the file;
+:func:`servekit.receipts.keys.load_trust_store` recognises it by its content and turns it
+into a trust store.
 """
 
 from __future__ import annotations
@@ -25,31 +35,49 @@ from servekit.errors import SigningKeyError
 
 _KEY_ID = re.compile(r"^[0-9a-f]{64}$")
 _PATTERN = re.compile(r"^[A-Za-z0-9._*?+-]+$")
-ANY_PUBLISHER = None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One publisher's packages whose ids match ``packages``."""
+
+    publisher: str
+    packages: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Grant:
-    """What one key may sign: one publisher's packages whose ids match ``packages``.
+    """What one key may sign: the packages of each of its scopes, and those publishers' feeds.
 
-    ``publisher`` is ``None`` only for a trust store of one bare key, which the buyer
-    trusts for the one publisher whose kit they verify.
+    A *bare* grant (``bare=True``, no scopes) is one public key given without a trust
+    file: it is trusted for the one publisher the command names (the kit's, the
+    package's, ``--publisher``), and speaks for no feed until
+    :meth:`~servekit.receipts.keys.TrustStore.scoped` binds it to that publisher.
     """
 
-    publisher: str | None
-    packages: tuple[str, ...]
+    scopes: tuple[Scope, ...]
+    bare: bool = False
 
     def allows(self, publisher: str, package_id: str) -> bool:
-        if self.publisher is not None and self.publisher != publisher:
-            return False
-        return any(fnmatchcase(package_id, p) for p in self.packages)
+        """Whether the key may sign ``package_id`` of ``publisher``."""
+        if self.bare:
+            return True
+        return any(
+            s.publisher == publisher and any(fnmatchcase(package_id, p) for p in s.packages)
+            for s in self.scopes
+        )
+
+    def speaks_for(self, publisher: str) -> bool:
+        """Whether the key may sign ``publisher``'s revocation feed (never an unscoped bare key)."""
+        return any(s.publisher == publisher for s in self.scopes)
 
     def describe(self) -> str:
-        who = self.publisher if self.publisher is not None else "one publisher"
-        return f"{who}: {', '.join(self.packages)}"
+        if self.bare:
+            return "one publisher (a bare key, no trust file)"
+        return "; ".join(f"{s.publisher}: {', '.join(s.packages)}" for s in self.scopes)
 
 
-SINGLE_KEY_GRANT = Grant(publisher=ANY_PUBLISHER, packages=("*",))
+BARE_KEY_GRANT = Grant(scopes=(), bare=True)
 
 
 @dataclass(frozen=True)
@@ -69,45 +97,96 @@ def _bad(path: Path, message: str) -> SigningKeyError:
     )
 
 
-def _strings(path: Path, key_id: str, value: Any, field: str) -> tuple[str, ...]:
+def _strings(path: Path, where: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise _bad(path, f"keys.{key_id}.{field} must be a non-empty list of strings")
+        raise _bad(path, f"{where}.packages must be a non-empty list of strings")
     for pattern in value:
         if not _PATTERN.match(pattern):
-            raise _bad(path, f"keys.{key_id}.{field}: {pattern!r} is not a package id pattern")
+            raise _bad(path, f"{where}.packages: {pattern!r} is not a package id pattern")
     return tuple(value)
 
 
-def _pem(path: Path, key_id: str, value: Any) -> bytes:
+def _pem(path: Path, key_id: str, value: Any, base: Path | None) -> bytes:
     if not isinstance(value, str) or not value:
         raise _bad(path, f"keys.{key_id}.public_key must be a PEM file name or a PEM block")
     if "-----BEGIN" in value:
         return value.encode("ascii", "replace")
+    if base is None:  # a fetched trust file names no file on this machine
+        raise _bad(path, f"keys.{key_id}.public_key must hold the PEM itself, not a file name")
     try:
-        return (path.parent / value).read_bytes()
+        return (base / value).read_bytes()
     except OSError as exc:
         raise _bad(path, f"keys.{key_id}.public_key: cannot read {value}: {exc.strerror}") from exc
 
 
-def _entry(path: Path, key_id: str, table: Any) -> TrustEntry:
-    if not _KEY_ID.match(key_id):
-        raise _bad(path, f"{key_id!r} is not a key id (64 lower-case hex digits)")
-    if not isinstance(table, dict) or set(table) != {"publisher", "packages", "public_key"}:
-        raise _bad(path, f"keys.{key_id} must set exactly publisher, packages and public_key")
+def _scope(path: Path, where: str, table: Any) -> Scope:
+    if not isinstance(table, dict) or set(table) != {"publisher", "packages"}:
+        raise _bad(path, f"{where} must set exactly publisher and packages")
     publisher = table["publisher"]
     if not isinstance(publisher, str) or not publisher.strip():
-        raise _bad(path, f"keys.{key_id}.publisher must be the publisher's name")
-    grant = Grant(publisher, _strings(path, key_id, table["packages"], "packages"))
-    return TrustEntry(key_id, grant, _pem(path, key_id, table["public_key"]), f"{path} ({key_id})")
+        raise _bad(path, f"{where}.publisher must be the publisher's name")
+    return Scope(publisher, _strings(path, where, table["packages"]))
 
 
-def parse_trust_file(path: Path, data: bytes) -> list[TrustEntry]:
-    """Every entry of a trust file; the caller checks each PEM against its key id."""
+def _grant(path: Path, key_id: str, table: dict[str, Any]) -> Grant:
+    where = f"keys.{key_id}"
+    if set(table) == {"publisher", "packages", "public_key"}:
+        return Grant((_scope(path, where, {k: table[k] for k in ("publisher", "packages")}),))
+    grants = table.get("grants")
+    if set(table) != {"grants", "public_key"} or not isinstance(grants, list) or not grants:
+        raise _bad(
+            path,
+            f"{where} must set exactly publisher, packages and public_key "
+            "(or public_key and a non-empty grants list)",
+        )
+    scopes = tuple(_scope(path, f"{where}.grants[{i}]", g) for i, g in enumerate(grants))
+    publishers = [s.publisher for s in scopes]
+    if len(set(publishers)) != len(publishers):
+        raise _bad(path, f"{where}.grants names a publisher twice: give it one entry")
+    return Grant(scopes)
+
+
+def _entry(path: Path, key_id: str, table: Any, base: Path | None) -> TrustEntry:
+    if not _KEY_ID.match(key_id):
+        raise _bad(path, f"{key_id!r} is not a key id (64 lower-case hex digits)")
+    if not isinstance(table, dict):
+        raise _bad(path, f"keys.{key_id} must be a table")
+    grant = _grant(path, key_id, table)
+    pem = _pem(path, key_id, table["public_key"], base)
+    return TrustEntry(key_id, grant, pem, f"{path} ({key_id})")
+
+
+def parse_trust_file(path: Path, text: str, *, base: Path | None) -> list[TrustEntry]:
+    """Every entry of a trust file; the caller checks each PEM against its key id.
+
+    ``public_key`` file names are read relative to ``base``; with ``None`` (a fetched
+    file) every key must be inline.
+    """
     try:
-        document = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise _bad(path, f"not a TOML trust file ({exc})") from exc
     keys = document.get("keys")
-    if set(document) != {"keys"} or not isinstance(keys, dict):
+    if set(document) != {"keys"} or not isinstance(keys, dict) or not keys:
         raise _bad(path, "a trust file holds one [keys.<key id>] table per key, nothing else")
-    return [_entry(path, key_id, table) for key_id, table in sorted(keys.items())]
+    return [_entry(path, key_id, table, base) for key_id, table in sorted(keys.items())]
+
+
+def render_trust_file(entries: list[tuple[str, bytes, tuple[Scope, ...]]], comment: str) -> str:
+    """A trust file for ``(key id, public key PEM, scopes)`` entries, with the PEM inline."""
+    lines = [f"# {line}".rstrip() for line in comment.splitlines()]
+    for key_id, pem, scopes in entries:
+        lines += ["", f"[keys.{key_id}]", f"public_key = '''\n{pem.decode('ascii').strip()}\n'''"]
+        rows = [
+            f"  {{publisher = {_toml_string(s.publisher)}, packages = "
+            f"[{', '.join(_toml_string(p) for p in s.packages)}]}},"
+            for s in scopes
+        ]
+        lines += ["grants = [", *rows, "]"]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string (JSON's escaping is valid TOML for the characters it escapes)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(c if c.isprintable() else f"\\U{ord(c):08x}" for c in escaped) + '"'

@@ -15,6 +15,7 @@ Steps:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -22,7 +23,7 @@ from pydantic import ValidationError
 from servekit.errors import ReplayError
 from servekit.package.evidence import Evidence, load_evidence
 from servekit.package.files import RECEIPT_FILE
-from servekit.package.models import Figure, MeasurementStatus, Package, Provenance
+from servekit.package.models import Figure, MeasurementStatus, Metric, Package, Provenance
 from servekit.package.stats import figure_value, summarize
 from servekit.receipts.canonical import sha256_hex
 from servekit.replay.models import (
@@ -52,8 +53,30 @@ def read_header(directory: Path) -> ReplayHeader:
         raise ReplayError(f"{path} is not a replay header: {problem_text(exc)}") from exc
 
 
+def contained(directory: Path, name: str) -> Path:
+    """``directory / name``, refusing a name that leaves ``directory``.
+
+    An absolute name, a ``..`` part, or a path that resolves (through symbolic links)
+    outside ``directory`` is a :class:`~servekit.errors.ReplayError`.
+    """
+    parts = name.split("/")
+    if not name or name.startswith("/") or "\\" in name or {"", ".", ".."} & set(parts):
+        raise ReplayError(
+            f"evidence path {name!r} is not a plain path inside {directory}",
+            hint="a replay's evidence files are named relative to its directory",
+        )
+    path = directory / name
+    root = directory.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise ReplayError(
+            f"evidence path {name!r} leads outside {directory} (to {path.resolve()})",
+            hint="a symbolic link in the replay directory points elsewhere; do not trust it",
+        )
+    return path
+
+
 def _load(directory: Path, entry: ReplayFile) -> Evidence:
-    path = directory / entry.file
+    path = contained(directory, entry.file)
     try:
         actual = sha256_hex(path.read_bytes())
     except OSError as exc:
@@ -90,15 +113,22 @@ def figure_workload(package: Package, fig: Figure) -> str | None:
     return run.workload if run else None
 
 
-def verdict(fig: Figure, buyer: float, tolerance_pct: float) -> tuple[float | None, Verdict]:
-    """(difference in percent of the published value, verdict) for a measured figure."""
-    if fig.value == 0:
+def verdict_of(
+    published: float, buyer: float, metric: Metric, tolerance_pct: float
+) -> tuple[float | None, Verdict]:
+    """(difference in percent of the published value, verdict) from the two numbers."""
+    if published == 0:
         return None, Verdict.WITHIN if buyer == 0 else Verdict.WORSE
-    diff = (buyer - fig.value) / abs(fig.value) * 100.0
+    diff = (buyer - published) / abs(published) * 100.0
     if abs(diff) <= tolerance_pct:
         return diff, Verdict.WITHIN
-    higher_is_better = fig.metric.is_throughput
+    higher_is_better = metric.is_throughput
     return diff, Verdict.BETTER if (diff > 0) == higher_is_better else Verdict.WORSE
+
+
+def verdict(fig: Figure, buyer: float, tolerance_pct: float) -> tuple[float | None, Verdict]:
+    """(difference in percent of the published value, verdict) for a measured figure."""
+    return verdict_of(fig.value, buyer, fig.metric, tolerance_pct)
 
 
 def _row(
@@ -133,7 +163,7 @@ def _row(
 
 
 def compare_figure(
-    package: Package, fig: Figure, replay: dict[str, tuple[Evidence, ...]], tol: float
+    package: Package, fig: Figure, replay: Mapping[str, tuple[Evidence, ...]], tol: float
 ) -> FigureComparison:
     """Step 3 for one figure."""
     workload = figure_workload(package, fig)
@@ -148,8 +178,8 @@ def compare_figure(
     return _row(fig, workload, buyer, per_run, tol)
 
 
-def _workload_results(
-    package: Package, replay: dict[str, tuple[Evidence, ...]]
+def workload_results(
+    package: Package, replay: Mapping[str, tuple[Evidence, ...]]
 ) -> tuple[WorkloadResult, ...]:
     results = []
     for w in package.workloads:
@@ -189,7 +219,7 @@ def compare(kit: Path, directory: Path, *, tolerance_pct: float | None = None) -
         kit=header.kit,
         tolerance_pct=tol,
         figures=figures,
-        workloads=_workload_results(package, replay),
+        workloads=workload_results(package, replay),
         host=header.host,
         replayed_at=header.started_at,
         evidence=tuple(f for w in header.workloads for f in w.files),

@@ -5,28 +5,41 @@ sha256 of ``receipt.dsse.json``) and every replay evidence file, and whose predi
 (``https://servekit.dev/reproduction/v1``) is the comparison. It is signed as a DSSE
 envelope with the buyer's Ed25519 key, like a receipt (docs/kit.md, "Reproductions").
 
-Steps of :func:`verify_reproduction`:
+Steps of :func:`verify_reproduction` (the signature says who; the rest says it is true):
   1. the envelope's signature by a trusted key;
   2. in-toto v1 with the reproduction predicate, signed by the key it names;
-  3. its receipt subject is the predicate's kit receipt; with ``kit``, that kit's receipt;
-  4. with ``replay_dir``, every evidence subject is that directory's file, digest for digest.
+  3. its receipt subject is the predicate's kit receipt;
+  4. every row's verdict follows from its own numbers and the stated tolerance, and
+     ``reproduced`` from the rows and the failed requests;
+  5. with ``kit``: every kit file is the one its ``MANIFEST`` lists, and the kit's receipt
+     digest, kit digest, package id, version and publisher are the predicate's;
+  6. with ``replay_dir``: every evidence subject names a file inside that directory (no
+     absolute path, no ``..``, no link out), digest for digest;
+  7. with both: every row and workload is recomputed from the bound evidence files with
+     the kit's figures (the claim rules' arithmetic, as ``bench compare`` does) and must
+     equal what was signed; the verdict at the kit's own tolerance is reported too.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError
 
 from servekit import __version__
-from servekit.errors import ReproductionError, SignatureError, UntrustedKeyError
+from servekit.errors import ReplayError, ReproductionError, SignatureError, UntrustedKeyError
+from servekit.package.evidence import Evidence, load_evidence
 from servekit.package.files import RECEIPT_FILE
+from servekit.package.models import MeasurementStatus, Package, Provenance
 from servekit.receipts.canonical import canonical_json, sha256_hex
 from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, TrustStore
 from servekit.receipts.signing import VerifiedPayload, sign_payload, verify_envelope
+from servekit.replay.compare import compare_figure, contained, verdict_of, workload_results
 from servekit.replay.models import (
     RECEIPT_SUBJECT_PREFIX,
     REPRODUCTION_PREDICATE_TYPE,
@@ -35,10 +48,13 @@ from servekit.replay.models import (
     Frozen,
     HostFacts,
     KitRef,
+    Verdict,
     WorkloadResult,
 )
 from servekit.seams import problem_text
 from servekit.verify.archive import read_kit
+from servekit.verify.contents import kit_package
+from servekit.verify.kit import check_manifest
 
 REPRODUCTION_FILE = "reproduction.dsse.json"
 
@@ -140,7 +156,7 @@ def _statement(payload: bytes, key_id: str, file: str) -> ReproductionStatement:
     return statement
 
 
-def _check_receipt(statement: ReproductionStatement, kit: Path | None, file: str) -> None:
+def _check_receipt(statement: ReproductionStatement, file: str) -> None:
     ref = statement.predicate.kit
     named = {s.name: s.digest.get(DIGEST_ALGORITHM) for s in statement.subject}
     if named.get(receipt_subject_name(ref)) != ref.receipt_sha256:
@@ -150,22 +166,126 @@ def _check_receipt(statement: ReproductionStatement, kit: Path | None, file: str
             f"{receipt_subject_name(ref)} sha256:{ref.receipt_sha256}",
             ", ".join(named),
         )
-    if kit is not None:
-        actual = sha256_hex(read_kit(kit).get(RECEIPT_FILE) or b"")
-        if actual != ref.receipt_sha256:
+
+
+# --- step 4: each verdict follows from its numbers ---------------------------------------
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _row_verdict(row: FigureComparison, tol: float) -> tuple[float | None, Verdict]:
+    """The (difference, verdict) a row's own numbers give (as ``bench compare`` decides)."""
+    if row.verdict is Verdict.RETRACTED:  # the kit says which figures are; step 5 checks it
+        return row.diff_pct, row.verdict
+    if row.buyer is None:
+        keep = row.verdict is Verdict.NOT_REPLAYED
+        return None, Verdict.NOT_REPLAYED if keep else Verdict.NO_DATA
+    if row.provenance is Provenance.REPORTED:
+        return None, Verdict.REPORTED
+    return verdict_of(row.published, row.buyer, row.metric, tol)
+
+
+def _reproduced(
+    figures: tuple[FigureComparison, ...], workloads: tuple[WorkloadResult, ...]
+) -> bool:
+    compared = [f for f in figures if f.verdict in (Verdict.WITHIN, Verdict.BETTER, Verdict.WORSE)]
+    failed = sum(w.failed for w in workloads)
+    return bool(compared) and not any(f.verdict.fails for f in figures) and failed == 0
+
+
+def _check_rows(predicate: ReproductionPredicate, file: str) -> None:
+    tol = predicate.tolerance_pct
+    for row in predicate.figures:
+        diff, result = _row_verdict(row, tol)
+        if result is not row.verdict or not _close(diff, row.diff_pct):
             raise _mismatch(
-                "the reproduction is of another kit",
+                f"figure {row.id}: the signed verdict does not follow from its numbers",
+                file,
+                f"{result.value} (published {row.published:g}, measured "
+                f"{'none' if row.buyer is None else f'{row.buyer:g}'}, tolerance ±{tol:g} %)",
+                f"{row.verdict.value}, difference {row.diff_pct}",
+            )
+    if predicate.reproduced != _reproduced(predicate.figures, predicate.workloads):
+        raise _mismatch(
+            "the signed result does not follow from its figures",
+            file,
+            f"reproduced: {not predicate.reproduced} (from the verdicts and failed requests)",
+            f"reproduced: {predicate.reproduced}",
+        )
+
+
+# --- step 5: the kit --------------------------------------------------------------------
+
+
+def _check_rows_against_kit(predicate: ReproductionPredicate, package: Package, kit: Path) -> None:
+    """Each row is one of the kit's figures: its published value, provenance, retraction."""
+    figures = {f.id: f for f in package.measurements.figures}
+    rows = {r.id: r for r in predicate.figures}
+    if rows.keys() != figures.keys():
+        raise _mismatch(
+            "the reproduction's figures are not the kit's",
+            str(kit),
+            ", ".join(figures),
+            ", ".join(rows),
+        )
+    for row in predicate.figures:
+        fig = figures[row.id]
+        retracted = fig.status.state is MeasurementStatus.RETRACTED
+        if (row.published, row.provenance, row.verdict is Verdict.RETRACTED) != (
+            fig.value,
+            fig.provenance,
+            retracted,
+        ):
+            raise _mismatch(
+                f"figure {row.id} is not the kit's",
                 str(kit),
-                f"receipt sha256:{ref.receipt_sha256}",
-                f"receipt sha256:{actual}",
+                f"published {fig.value:g}, {fig.provenance.value}"
+                + (", retracted" if retracted else ""),
+                f"published {row.published:g}, {row.provenance.value}, verdict {row.verdict.value}",
             )
 
 
-def _check_evidence(statement: ReproductionStatement, replay_dir: Path) -> None:
+def _check_kit(ref: KitRef, kit: Path) -> Package:
+    contents = read_kit(kit)
+    digest = check_manifest(contents)
+    package = kit_package(contents)
+    receipt = sha256_hex(contents.get(RECEIPT_FILE) or b"")
+    signed = (ref.package, ref.version, ref.publisher, ref.kit_digest, ref.receipt_sha256)
+    actual = (package.id, package.version, package.publisher, digest, receipt)
+    if signed != actual:
+        raise _mismatch(
+            "the reproduction is of another kit",
+            str(kit),
+            f"{ref.package} {ref.version} by {ref.publisher}, kit sha256:{ref.kit_digest}, "
+            f"receipt sha256:{ref.receipt_sha256}",
+            f"{package.id} {package.version} by {package.publisher}, kit sha256:{digest}, "
+            f"receipt sha256:{receipt}",
+        )
+    return package
+
+
+# --- step 6: the evidence files -----------------------------------------------------------
+
+
+def _evidence_files(statement: ReproductionStatement, replay_dir: Path) -> dict[str, Path]:
+    """Each evidence subject's file inside ``replay_dir``, its digest checked."""
+    files = {}
     for s in statement.subject:
         if s.name.startswith(RECEIPT_SUBJECT_PREFIX):
             continue
-        path = replay_dir / s.name
+        try:
+            path = contained(replay_dir, s.name)
+        except ReplayError as exc:
+            raise _mismatch(
+                "the reproduction names an evidence file outside the replay directory",
+                s.name,
+                f"a plain path inside {replay_dir}",
+                exc.message,
+            ) from exc
         actual = sha256_hex(path.read_bytes()) if path.is_file() else "no file"
         if actual != s.digest.get(DIGEST_ALGORITHM):
             raise _mismatch(
@@ -174,6 +294,89 @@ def _check_evidence(statement: ReproductionStatement, replay_dir: Path) -> None:
                 f"sha256:{s.digest.get(DIGEST_ALGORITHM)}",
                 actual if actual == "no file" else f"sha256:{actual}",
             )
+        files[s.name] = path
+    return files
+
+
+# --- step 7: recompute the comparison from the evidence -----------------------------------
+
+
+def _replay(files: dict[str, Path]) -> dict[str, tuple[Evidence, ...]]:
+    """The bound evidence by workload (``<workload>/run-N.jsonl``), in the signed order."""
+    grouped: dict[str, list[Evidence]] = {}
+    for name, path in files.items():
+        workload = name.split("/", 1)[0] if "/" in name else ""
+        grouped.setdefault(workload, []).append(load_evidence(path))
+    return {w: tuple(runs) for w, runs in grouped.items()}
+
+
+def _differs(signed: object, recomputed: object) -> bool:
+    if isinstance(signed, float | int) and isinstance(recomputed, float | int):
+        return not _close(float(signed), float(recomputed))
+    if isinstance(signed, dict) and isinstance(recomputed, dict):
+        return signed.keys() != recomputed.keys() or any(
+            _differs(signed[k], recomputed[k]) for k in signed
+        )
+    return signed != recomputed
+
+
+def _first_difference(signed: Frozen, recomputed: Frozen) -> str | None:
+    a, b = signed.model_dump(mode="json"), recomputed.model_dump(mode="json")
+    for field in a:
+        if _differs(a[field], b.get(field)):
+            return f"{field}: signed {a[field]!r}, recomputed {b.get(field)!r}"
+    return None
+
+
+def _recompute(
+    predicate: ReproductionPredicate, package: Package, files: dict[str, Path], file: str
+) -> None:
+    replay = _replay(files)
+    tol = predicate.tolerance_pct
+    figures = tuple(compare_figure(package, f, replay, tol) for f in package.measurements.figures)
+    workloads = workload_results(package, replay)
+    if [w.id for w in predicate.workloads] != [w.id for w in workloads]:
+        raise _mismatch(
+            "the reproduction's workloads are not the kit's",
+            file,
+            ", ".join(w.id for w in workloads),
+            ", ".join(w.id for w in predicate.workloads),
+        )
+    for row, again in zip(predicate.figures, figures, strict=True):  # ids: step 5
+        _same(row.id, row, again, file)
+    for workload, redone in zip(predicate.workloads, workloads, strict=True):
+        _same(f"workload {workload.id}", workload, redone, file)
+
+
+def _same(what: str, signed: Frozen, recomputed: Frozen, file: str) -> None:
+    difference = _first_difference(signed, recomputed)
+    if difference is not None:
+        raise _mismatch(
+            f"{what}: the signed figures are not what the bound evidence gives",
+            file,
+            "the comparison recomputed from the evidence files with the kit's figures",
+            difference,
+        )
+
+
+@dataclass(frozen=True)
+class VerifiedReproduction:
+    """A reproduction whose signature, verdicts and (with the kit and replay) figures hold."""
+
+    predicate: ReproductionPredicate
+    key_id: str
+    kit_checked: bool
+    recomputed: bool
+    kit_tolerance_pct: float | None = None
+    reproduced_at_kit_tolerance: bool | None = None
+
+
+def _at_tolerance(predicate: ReproductionPredicate, tol: float) -> bool:
+    rows = tuple(
+        r.model_copy(update=dict(zip(("diff_pct", "verdict"), _row_verdict(r, tol), strict=True)))
+        for r in predicate.figures
+    )
+    return _reproduced(rows, predicate.workloads)
 
 
 def _verified(data: bytes, trust: TrustStore, file: str) -> VerifiedPayload:
@@ -195,8 +398,8 @@ def _verified(data: bytes, trust: TrustStore, file: str) -> VerifiedPayload:
 
 def verify_reproduction(
     path: Path, trust: TrustStore, *, kit: Path | None = None, replay_dir: Path | None = None
-) -> tuple[ReproductionPredicate, str]:
-    """Verify a signed reproduction (see the module docstring); returns it and its signer."""
+) -> VerifiedReproduction:
+    """Verify a signed reproduction (see the module docstring)."""
     file = str(path)
     try:
         data = path.read_bytes()
@@ -206,7 +409,21 @@ def verify_reproduction(
         ) from exc
     verified = _verified(data, trust, file)  # 1
     statement = _statement(verified.payload, verified.key_id, file)  # 2
-    _check_receipt(statement, kit, file)  # 3
-    if replay_dir is not None:
-        _check_evidence(statement, replay_dir)  # 4
-    return statement.predicate, verified.key_id
+    predicate = statement.predicate
+    _check_receipt(statement, file)  # 3
+    _check_rows(predicate, file)  # 4
+    package = _check_kit(predicate.kit, kit) if kit is not None else None  # 5
+    if package is not None and kit is not None:
+        _check_rows_against_kit(predicate, package, kit)
+    files = _evidence_files(statement, replay_dir) if replay_dir is not None else None  # 6
+    if package is not None and files is not None:
+        _recompute(predicate, package, files, file)  # 7
+    tol = package.measurements.tolerance_pct if package is not None else None
+    return VerifiedReproduction(
+        predicate=predicate,
+        key_id=verified.key_id,
+        kit_checked=package is not None,
+        recomputed=package is not None and files is not None,
+        kit_tolerance_pct=tol,
+        reproduced_at_kit_tolerance=_at_tolerance(predicate, tol) if tol is not None else None,
+    )

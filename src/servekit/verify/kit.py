@@ -194,6 +194,17 @@ def _check_files(kit: KitContents, entries: tuple[ManifestEntry, ...]) -> None:
         )
 
 
+def check_manifest(kit: KitContents) -> str:
+    """Steps 3 and 7 without the signature: every file is the one ``MANIFEST`` lists.
+
+    Returns the kit digest (the sha256 of ``MANIFEST``); what signed it is the caller's
+    to check (``verify reproduction`` binds the digest its signer named).
+    """
+    manifest = _require(kit, MANIFEST_FILE)
+    _check_files(kit, parse_manifest(manifest))
+    return kit_digest(manifest)
+
+
 # --- step 8 ---------------------------------------------------------------------------
 
 

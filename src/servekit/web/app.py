@@ -34,7 +34,7 @@ from servekit.web.api.problems import status_of
 from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
 from servekit.web.feed import current_feed
-from servekit.web.routes import catalog, store
+from servekit.web.routes import catalog, keys, store
 from servekit.web.security import SecureHeaders
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
 from servekit.web.storecatalog import StoreCatalog
@@ -103,9 +103,9 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         return Response(status_code=204)  # no icon; answering keeps browser consoles clean
 
     @app.get("/feed.json", include_in_schema=False)
-    def _feed() -> Response:
-        """The store's signed revocation feed (``servekit verify kit --feed``)."""
-        body = current_feed(ctx.store, dt.datetime.now(dt.UTC))
+    def _feed(publisher: str | None = None) -> Response:
+        """A publisher's signed revocation feed (``servekit verify kit --feed``)."""
+        body = current_feed(ctx.store, dt.datetime.now(dt.UTC), publisher=publisher)
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
 
     @app.get("/healthz", include_in_schema=False)
@@ -114,6 +114,8 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
 
     app.include_router(catalog.router, include_in_schema=False)
     app.include_router(store.router, include_in_schema=False)
+    app.include_router(keys.router, include_in_schema=False)
+    app.include_router(keys.api)
     app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
     # outermost last: secure headers, the session cookie, the CSRF check, cached pages

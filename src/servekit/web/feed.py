@@ -1,4 +1,8 @@
-"""The store's revocation feed (``/feed.json``): its retractions, signed by the publisher key.
+"""The store's revocation feeds (``/feed.json?publisher=NAME``): one per publisher it sells.
+
+A verifier accepts only the feed of the kit's own publisher, signed by a key granted for
+that publisher (docs/feed.md), so the store signs one feed per publisher its kits name,
+holding that publisher's retracted versions, with the key ``/keys/trust.toml`` grants for it.
 
 Built with :func:`servekit.feed.build_feed` on request, so every worker serves the
 database's current state. A verifier refuses the same serial with other content, so the
@@ -24,21 +28,33 @@ from servekit.receipts.keys import PRIVATE_KEY_FILE, load_signing_key
 from servekit.store import publishing
 from servekit.store.db import Store
 from servekit.web.home import KEYS
+from servekit.web.keys import publisher_versions
 
-PUBLISHER = "servekit-store"
 LIFETIME = dt.timedelta(days=7)
 
 
-def current_feed(store: Store, now: dt.datetime) -> bytes:
-    """The signed feed of the store's retractions as of ``now`` (see the module doc)."""
+def current_feed(store: Store, now: dt.datetime, *, publisher: str | None) -> bytes:
+    """The signed feed of ``publisher``'s retractions as of ``now`` (see the module doc)."""
     key_path = store.home / KEYS / PRIVATE_KEY_FILE
     if not key_path.exists():
         raise NotFoundError(
             f"this store has no publisher key at {Path(KEYS) / PRIVATE_KEY_FILE}",
             hint="`servekit serve` creates one on its first start",
         )
+    if publisher is None:
+        raise NotFoundError(
+            "the store signs one feed per publisher: name it",
+            hint="fetch /feed.json?publisher=NAME, NAME as the kit's package.yaml gives it "
+            "(`servekit verify kit` prints it); /keys lists the publishers",
+        )
+    theirs = publisher_versions(store, publisher)
+    if not theirs:
+        raise NotFoundError(
+            f"this store sells no package of publisher {publisher!r}",
+            hint="/keys lists the publishers this store signs for",
+        )
     with store.transaction() as s:
-        rows = publishing.retractions(session=s)
+        rows = [r for r in publishing.retractions(session=s) if (r[0], r[1]) in theirs]
     issued = now.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
     if rows:
         newest = rows[-1][3].astimezone(dt.UTC)
@@ -49,7 +65,7 @@ def current_feed(store: Store, now: dt.datetime) -> bytes:
     ]
     return build_feed(
         entries,
-        publisher=PUBLISHER,
+        publisher=publisher,
         serial=int(issued.timestamp() * 1000),
         issued=issued,
         expires=issued + LIFETIME,

@@ -30,6 +30,7 @@ from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import render_compare, script
 from servekit.errors import NotFoundError
 from servekit.web.cache import PageCache
+from servekit.web.keys import store_key_id
 from servekit.web.links import LiveLinks
 from servekit.web.storecatalog import StoreCatalog
 
@@ -174,8 +175,11 @@ async def package_view(request: Request, package_id: str, version: str) -> HTMLR
     catalog = await _catalog_async(request)
     entry = _entry(catalog, package_id, version)
 
+    key_id = store_key_id(request.app.state.store)
+
     def render() -> str:
-        return render_package(package_page(catalog, entry), LINKS, live=True)
+        page = package_page(catalog, entry).model_copy(update={"signing_key_id": key_id})
+        return render_package(page, LINKS, live=True)
 
     return await _page(request, catalog, _package_key(package_id, version), render)
 
