@@ -83,7 +83,7 @@ def test_package_page_shows_the_definition(base_url: str) -> None:
         "Accuracy gate: passed",
         "not reported",
         "Kimi K3 License",
-        "servekit verify kit kimi-k3-8xb300-1.0.0.kit.tar.gz --trust publisher.pub",
+        "servekit verify kit kimi-k3-8xb300-1.0.0.kit.tar.gz --trust trust.toml",
         "1,561,",  # model size in bytes
         'id="no-chart"',  # every K3 figure is at one concurrency: the table alone
     ):
@@ -370,9 +370,9 @@ def test_package_page_commands_use_the_downloaded_file_name(
     block = page[page.index('<pre id="verify-commands"><code>') : page.index("</code></pre>")]
     commands = block.split("<code>", 1)[1].splitlines()
     assert commands == [
-        f"servekit verify kit {name.group(1)} --trust publisher.pub --expect llama-850m-h200@1.0.0",
-        f"servekit kit unpack {name.group(1)} llama-850m-h200-1.0.0 --trust publisher.pub "
+        f"servekit verify kit {name.group(1)} --trust trust.toml --expect llama-850m-h200@1.0.0",
+        f"servekit kit unpack {name.group(1)} llama-850m-h200-1.0.0 --trust trust.toml "
         "--expect llama-850m-h200@1.0.0",
-        f"servekit verify weights /path/to/weights --kit {name.group(1)} --trust publisher.pub",
+        f"servekit verify weights /path/to/weights --kit {name.group(1)} --trust trust.toml",
     ]
     assert "tar -x" not in page
