@@ -316,9 +316,13 @@ def _buy_page(
         p = accounts.principal_for_user(uid, slug, session=s)
         if version in _held_versions(p, package_id, s):
             owned.append((slug, name))
-        elif role in accounts.BUYING_ROLES:
+        if role in accounts.BUYING_ROLES:  # an owner of the version may add maintenance
             buyers.append((slug, name, checkout.maintenance_offer(p, ver, session=s)))
-    values.setdefault("chosen", {"workspace": "", "kind": OrderKind.PURCHASE.value})
+    # when every workspace that may buy owns the version already, maintenance is what is left
+    left = OrderKind.SUBSCRIPTION if {b[0] for b in buyers} <= {o[0] for o in owned} else None
+    kind = (left or OrderKind.PURCHASE).value
+    values.setdefault("chosen", {"workspace": "", "kind": kind})
+    values["nothing_left"] = left is not None and ver.maintenance_cents is None
     status = status_of(values["error"]) if values.get("error") else 200
     return page(request, "store/buy.html", status, v=ver, owned=owned, workspaces=buyers, **values)
 
