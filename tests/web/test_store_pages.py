@@ -1,11 +1,15 @@
 """The store's pages over HTTP: CSRF on every form, the session cookie, sign-out that ends
 the session everywhere, the database-kept sign-in limit, workspace isolation, and a
-checkout whose confirm form replays (not repeats) the order when it is submitted twice."""
+checkout whose confirm form replays (not repeats) the order when it is submitted twice;
+and a store a person can use (issue 21): next kept, refused forms shown again with their
+inputs, owned versions offered as downloads, POST-redirect-GET, a confirmation before
+cancelling, order history, test mode, placeholder kits, HTML 404/405 and HEAD."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import httpx
@@ -421,6 +425,7 @@ def test_head_answers_every_get_without_a_body(shop: TestClient) -> None:
         "/feed.json",
         "/api/v1/openapi.json",
         "/packages/test-priced/1.0.0/chart.svg",
+        "/packages/test-priced/1.0.0/files/licenses/PACKAGE_LICENSE.md",
     ):
         got, head = shop.get(path), shop.head(path)
         assert got.status_code == head.status_code == 200, path
@@ -432,3 +437,35 @@ def test_head_answers_every_get_without_a_body(shop: TestClient) -> None:
             "/api/v1/openapi.json",
         ):  # these embed a per-response CSRF token
             assert head.headers["content-length"] == got.headers["content-length"], path
+
+
+def test_refused_choices_and_a_refused_confirm_come_back_as_pages(
+    shop: TestClient, ws: str
+) -> None:
+    role = _post(shop, f"/w/{ws}/members", email=BUYER, role="emperor")
+    assert role.status_code == 422 and "role 'emperor' is not one of" in unescape(role.text)
+    kind = _post(
+        shop, "/quotes", workspace=ws, package_id="test-priced", version="1.0.0", kind="gift"
+    )
+    assert kind.status_code == 422 and "order kind 'gift'" in unescape(kind.text)
+    missing = _post(shop, "/signup", email="x@example.com", password="correct horse")
+    assert missing.status_code == 422 and "text/html" in missing.headers["content-type"]
+    assert "workspace" in missing.text
+    # a second tab confirms a quote for a version the first tab bought meanwhile
+    first = shop.get(_quote(shop, ws, "test-priced", "1.0.0", "purchase")).text
+    _buy(shop, ws, "test-priced", "1.0.0")
+    action = re.search(r'action="(/w/[^"]+/confirm)"', first)
+    assert action
+    late = _post(shop, action.group(1), idempotency_key="second-tab")
+    assert late.status_code == 409 and "already owns" in late.text
+    assert 'value="second-tab"' in late.text  # the form again, with its key
+
+
+def test_sign_out_has_a_page_for_the_catalogs_link(shop: TestClient, home: Path) -> None:
+    assert 'id="signout-form"' in shop.get("/signout").text
+    with TestClient(create_app(Settings(home=home)), base_url=BASE) as visitor:
+        page = visitor.get("/signout").text
+        assert "You are not signed in" in page and 'href="/signin"' in page
+        catalog = visitor.get("/").text
+        for link in ('href="/signin"', 'href="/signup"', 'href="/account"', 'href="/signout"'):
+            assert link in catalog
