@@ -202,7 +202,7 @@ def _browse_and_buy(j: Journey, tmp_path: Path, email: str, ws: str) -> Path:
     expect(page.get_by_role("button", name=f"Confirm and pay {PRICE}")).to_have_count(0)
     j.look("quote")
     page.get_by_role("button", name=f"Confirm test payment of {PRICE}").click()
-    expect(page.locator("#order-status")).to_contain_text("paid")
+    expect(page.locator("#order-status")).to_contain_text("Paid: purchase of tiny-sim 0.1.0")
     j.look("receipt")
     with page.expect_download() as info:
         page.locator("a.download").click()
