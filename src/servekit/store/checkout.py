@@ -256,8 +256,13 @@ def quote_notes(principal: Principal, quote: QuoteInfo, *, session: Session) -> 
 
 
 def _refuse_placeholder(version_id: int, provider: PaymentProvider, session: Session) -> None:
+    """A placeholder model commit is sold only through a test provider. Asked only of a
+    provider that charges: a test confirm keeps its four statements (docs/performance.md),
+    and a real charge waits on the provider far longer than on one primary-key read."""
+    if provider.name in TEST_PROVIDERS:
+        return
     ver = session.get_one(PackageVersion, version_id)
-    if ver.placeholder_commit and provider.name not in TEST_PROVIDERS:
+    if ver.placeholder_commit:
         raise NotForSaleError(
             f"{ver.package_id} {ver.version} is sold only in test mode: its model commit "
             "is a placeholder, so its kit cannot be deployed",
