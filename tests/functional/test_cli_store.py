@@ -161,6 +161,8 @@ def test_renew_due_renews_a_subscription_whose_period_ended(
     with store.transaction() as s:
         publish_one(packages.priced, key, store.kits_dir, s)
         who = member(s, "acme")
+        bought = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
+        confirm(who, bought.id, "buy", provider=SandboxProvider(), session=s)
         quote = create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=s)
         confirm(who, quote.id, "sub", provider=SandboxProvider(), session=s)
         sub = s.scalars(select(Subscription)).one()

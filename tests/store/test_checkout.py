@@ -18,8 +18,15 @@ from servekit.errors import (
     StoreConflictError,
     StoreNotFoundError,
 )
-from servekit.store import ledger
-from servekit.store.checkout import confirm, create_quote, refund_order
+from servekit.store import ledger, publishing
+from servekit.store.checkout import (
+    PLACEHOLDER_RULE,
+    confirm,
+    create_quote,
+    maintenance_offer,
+    quote_notes,
+    refund_order,
+)
 from servekit.store.entitlements import cancel_subscription, download, list_entitlements
 from servekit.store.licences import CLAUSES, sign_licence, terms_for
 from servekit.store.models import JournalEntry, OrderKind, OrderStatus, Posting, Quote, Role
@@ -200,6 +207,7 @@ def test_subscription_follows_releases_and_keeps_them_after_it_ends(
     shop: Session, packages: Packages, key: Path, kits_dir: Path
 ) -> None:
     who = member(shop, "acme")
+    _buy(shop, who, "test-priced", "1.0.0", "buy")  # maintenance adds to a bought version
     order = _buy(shop, who, "test-priced", None, "sub", OrderKind.SUBSCRIPTION)
     assert order.amount_cents == 1900
     publish_one(packages.priced_v2, key, kits_dir, shop)
@@ -210,7 +218,9 @@ def test_subscription_follows_releases_and_keeps_them_after_it_ends(
     publish_one(packages.priced_v3, key, kits_dir, shop)
     v3 = get_version("test-priced", "1.2.0", session=shop)
     v3.published_at = later - dt.timedelta(days=1)  # released after the period ended
-    (ent,) = list_entitlements(who, session=shop, now=later)
+    (ent,) = [
+        e for e in list_entitlements(who, session=shop, now=later) if e.kind == "subscription"
+    ]
     assert ent.cancel_at_period_end and not ent.active
     assert ent.downloadable == ("1.0.0", "1.1.0")
 
@@ -240,3 +250,84 @@ def test_a_version_retracted_after_the_quote_cannot_be_confirmed(shop: Session) 
     retract("test-priced", "1.0.0", "bad figures", session=shop)
     with pytest.raises(NotForSaleError, match="retracted"):
         confirm(who, quote.id, "after-retract", provider=SANDBOX, session=shop)
+
+
+# --- price rules (docs/store.md): maintenance adds to a bought version; placeholders ----
+
+
+def test_maintenance_cannot_be_bought_alone(shop: Session) -> None:
+    who = member(shop, "acme")
+    with pytest.raises(StoreConflictError, match="add-on to a purchased version"):
+        create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=shop)
+    bought = _buy(shop, who, "test-priced", "1.0.0", "buy")
+    quote = create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=shop)
+    assert quote.amount_cents == 1900 and quote.version == "1.0.0"
+    # confirm checks again: the version refunded after the quote, maintenance is refused
+    refund_order(bought.id, "changed their mind", session=shop)
+    with pytest.raises(StoreConflictError, match="add-on to a purchased version"):
+        confirm(who, quote.id, "sub", provider=SANDBOX, session=shop)
+
+
+def test_maintenance_adds_to_the_current_version_only(
+    shop: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    who = member(shop, "acme")
+    _buy(shop, who, "test-priced", "1.0.0", "buy")
+    publish_one(packages.priced_v2, key, kits_dir, shop)
+    ver = publishing.version_info(get_version("test-priced", "1.1.0", session=shop))
+    old = publishing.version_info(get_version("test-priced", "1.0.0", session=shop))
+    assert maintenance_offer(who, ver, session=shop) == (
+        "buy this version first: maintenance is an add-on to it"
+    )
+    assert maintenance_offer(who, old, session=shop) == (
+        "maintenance is added to the current version only"
+    )
+    with pytest.raises(StoreConflictError, match=r"does not own test-priced 1\.1\.0"):
+        create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=shop)
+    _buy(shop, who, "test-priced", "1.1.0", "buy-2")
+    assert maintenance_offer(who, ver, session=shop) is None
+    _buy(shop, who, "test-priced", None, "sub", OrderKind.SUBSCRIPTION)
+    assert maintenance_offer(who, ver, session=shop) == (
+        "the workspace has maintenance for this package already"
+    )
+
+
+def test_the_quote_warns_before_buying_what_maintenance_delivered(
+    shop: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    who = member(shop, "acme")
+    _buy(shop, who, "test-priced", "1.0.0", "buy")
+    _buy(shop, who, "test-priced", None, "sub", OrderKind.SUBSCRIPTION)
+    publish_one(packages.priced_v2, key, kits_dir, shop)  # delivered by the maintenance
+    quote = create_quote(who, "test-priced", "1.1.0", OrderKind.PURCHASE, session=shop)
+    (note,) = quote_notes(who, quote, session=shop)
+    assert note.startswith("This workspace already has test-priced 1.1.0")
+    other = member(shop, "other")
+    fresh = create_quote(other, "test-priced", "1.1.0", OrderKind.PURCHASE, session=shop)
+    assert quote_notes(other, fresh, session=shop) == []
+
+
+class LiveProvider:
+    """A provider that is not a test one; checkout must refuse before charging it."""
+
+    name = "stripe"
+
+    def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        raise AssertionError("a placeholder kit was charged")
+
+    renew = charge
+
+    def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
+        raise AssertionError("not reached")
+
+
+def test_a_placeholder_commit_is_sold_only_in_test_mode(shop: Session) -> None:
+    assert get_version("kimi-k3-8xb300", "1.0.0", session=shop).placeholder_commit
+    assert not get_version("test-priced", "1.0.0", session=shop).placeholder_commit
+    who = member(shop, "acme")
+    _sign(shop, who, "kimi-k3-8xb300", "1.0.0")
+    quote = create_quote(who, "kimi-k3-8xb300", "1.0.0", OrderKind.PURCHASE, session=shop)
+    assert PLACEHOLDER_RULE in quote_notes(who, quote, session=shop)
+    with pytest.raises(NotForSaleError, match="sold only in test mode"):
+        confirm(who, quote.id, "live", provider=LiveProvider(), session=shop)
+    assert confirm(who, quote.id, "test", provider=SANDBOX, session=shop).status == "paid"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from servekit.errors import AlreadyOwnedError
 from servekit.store import ledger
 from servekit.store.audit import audit
 from servekit.store.checkout import PERIOD, confirm, create_quote, refund_order
@@ -18,7 +20,7 @@ from servekit.store.models import JournalEntry, OrderKind, Renewal, RenewalOutco
 from servekit.store.payments import PaymentProvider, SandboxProvider, StripeProvider
 from servekit.store.publishing import get_version
 from servekit.store.renewals import due_subscriptions, renew_subscription
-from servekit.store.results import OrderInfo, Principal, RenewalInfo
+from servekit.store.results import EntitlementInfo, OrderInfo, Principal, RenewalInfo
 from tests.store.conftest import Packages, member, publish_one
 from tests.store.test_stripe_provider import FakeStripe
 from tests.store.test_stripe_provider import provider as stripe_provider
@@ -35,8 +37,16 @@ def shop(db: Session, packages: Packages, key: Path, kits_dir: Path) -> Session:
 
 
 def _subscribe(db: Session, who: Principal, key: str = "sub") -> OrderInfo:
+    """Maintenance, after buying the version it adds to (once: later calls own it)."""
+    with contextlib.suppress(AlreadyOwnedError):
+        bought = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=db)
+        confirm(who, bought.id, f"{key}-buy", provider=SANDBOX, session=db)
     quote = create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=db)
     return confirm(who, quote.id, key, provider=SANDBOX, session=db)
+
+
+def _maintenance(held: list[EntitlementInfo]) -> list[EntitlementInfo]:
+    return [e for e in held if e.kind is OrderKind.SUBSCRIPTION]
 
 
 def _period_end(db: Session, order: OrderInfo) -> dt.datetime:
@@ -79,9 +89,9 @@ def test_a_running_subscription_renews_once_and_posts_the_sale(shop: Session) ->
     revenue = sum(
         b.amount_cents for b in ledger.balances(session=shop) if b.account == ledger.REVENUE
     )
-    assert revenue == -2 * 1900
+    assert revenue == -(4999 + 2 * 1900)  # the version, then two years of maintenance
     assert audit(session=shop).ok
-    (ent,) = list_entitlements(who, session=shop, now=later)
+    (ent,) = _maintenance(list_entitlements(who, session=shop, now=later))
     assert ent.active
     assert _renew_all(shop, later, SANDBOX) == []  # a re-run charges nothing
     assert _renewal_entries(shop) == 1
@@ -131,12 +141,15 @@ def test_a_failed_renewal_ends_the_subscription_and_keeps_what_it_granted(
     publish_one(packages.priced_v3, key, kits_dir, shop)
     get_version("test-priced", "1.2.0", session=shop).published_at = end + dt.timedelta(days=1)
     later = end + dt.timedelta(days=2)
-    (ent,) = list_entitlements(who, session=shop, now=later)
+    (ent,) = _maintenance(list_entitlements(who, session=shop, now=later))
     assert not ent.active
     assert ent.downloadable == ("1.0.0", "1.1.0")
     got = download(who, "test-priced", "latest", kits_dir=kits_dir, session=shop, now=later)
     assert got.version == "1.1.0"
-    # it ended, so the workspace may subscribe again, and that one is not renewed twice
+    # it ended, so the workspace may subscribe again (adding to the current version, which
+    # it buys first), and that one is not renewed twice
+    current = create_quote(who, "test-priced", "1.2.0", OrderKind.PURCHASE, session=shop)
+    confirm(who, current.id, "buy-current", provider=SANDBOX, session=shop)
     again = _subscribe(shop, who, "again")
     assert again.entitlement_id != order.entitlement_id
 

@@ -40,7 +40,7 @@ from servekit.store.models import (
     utcnow,
 )
 from servekit.store.payments import SandboxProvider
-from servekit.store.publishing import retract
+from servekit.store.publishing import latest_version, retract
 from servekit.store.renewals import due_subscriptions, renew_subscription
 from servekit.store.results import OrderInfo, Principal, RenewalInfo
 from tests.store.conftest import Packages, member, publish_one
@@ -126,7 +126,17 @@ def machine(
 
         @rule(target=orders, who=st.sampled_from(people), n=st.integers(0, 9))
         def subscribe(self, who: Principal, n: int) -> Any:
-            """Quote and confirm maintenance in one step, so renewals get something to do."""
+            """Buy the current version, then add maintenance to it (it cannot be bought
+            alone), so renewals get something to do."""
+            current = latest_version("test-priced", session=db)
+            assert current is not None  # published by the initialize step
+            bought = self._quote(
+                who,
+                "test-priced",
+                VERSIONS["test-priced"].index(current.version),
+                OrderKind.PURCHASE,
+            )
+            self.confirm((who, bought), f"buy-{n}-{len(confirmed)}")  # refused if owned
             quote_id = self._quote(who, "test-priced", 0, OrderKind.SUBSCRIPTION)
             return self.confirm((who, quote_id), f"sub-{n}-{len(confirmed)}")
 

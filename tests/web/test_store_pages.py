@@ -1,19 +1,27 @@
 """The store's pages over HTTP: CSRF on every form, the session cookie, sign-out that ends
 the session everywhere, the database-kept sign-in limit, workspace isolation, and a
-checkout whose confirm form replays (not repeats) the order when it is submitted twice."""
+checkout whose confirm form replays (not repeats) the order when it is submitted twice;
+and a store a person can use (issue 21): next kept, refused forms shown again with their
+inputs, owned versions offered as downloads, POST-redirect-GET, a confirmation before
+cancelling, order history, test mode, placeholder kits, HTML 404/405 and HEAD."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from servekit.config import Settings
+from servekit.store import accounts
 from servekit.store.accounts import SIGN_IN_FAILURES
+from servekit.store.db import open_store
 from servekit.web.app import create_app
+from tests.functional.helpers import EXAMPLES
 from tests.store.conftest import make_variant
 from tests.web.server import store_publish
 
@@ -26,7 +34,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     priced = make_variant(
         root / "priced", pkg_id="test-priced", version="1.0.0", usd=49.99, maint=19
     )
-    store_publish([priced], root / "home")
+    store_publish([priced, EXAMPLES / "kimi-k3-8xb300"], root / "home")
     return root / "home"
 
 
@@ -43,6 +51,7 @@ def _csrf(html: str) -> str:
 
 
 def _signup(client: TestClient, email: str, workspace: str) -> str:
+    """Sign up; the workspace's page (where sign-up lands without a ``next``)."""
     form = client.get("/signup")
     answer = client.post(
         "/signup",
@@ -166,3 +175,297 @@ def test_sign_in_never_redirects_off_site(client: TestClient, n: int, target: st
         follow_redirects=False,
     )
     assert answer.status_code == 303 and answer.headers["location"] == "/account"
+
+
+# --- a store a person can use (issue 21, item 4) --------------------------------------
+# One signed-in buyer (a module-scoped client) with a new workspace per test, made in the
+# store directly: each sign-up hashes a password twice, about a second on a loaded machine.
+
+BUYER = "shopper@example.com"
+
+
+@pytest.fixture(scope="module")
+def shop(home: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(home=home)), base_url=BASE) as c:
+        _signup(c, BUYER, "shopper")
+        yield c
+
+
+@pytest.fixture
+def ws(shop: TestClient, home: Path, request: pytest.FixtureRequest) -> str:
+    """A new workspace the buyer owns, named after the test."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[5:50].strip("-")
+    store = open_store(Settings(home=home))
+    try:
+        with store.transaction() as s:
+            owner = accounts.user_id_by_email(BUYER, session=s)
+            accounts.create_workspace(slug, slug, owner_id=owner, session=s)
+    finally:
+        store.engine.dispose()
+    return slug
+
+
+def _post(client: TestClient, path: str, **form: str) -> httpx.Response:
+    page = client.get("/signin").text  # any page: the session's CSRF token
+    return client.post(path, data={**form, "csrf_token": _csrf(page)}, follow_redirects=False)
+
+
+def _quote(client: TestClient, ws: str, pkg: str, version: str, kind: str) -> str:
+    answer = _post(client, "/quotes", workspace=ws, package_id=pkg, version=version, kind=kind)
+    assert answer.status_code == 303, answer.text
+    return str(answer.headers["location"])
+
+
+def _buy(client: TestClient, ws: str, pkg: str, version: str, kind: str = "purchase") -> str:
+    """Quote and confirm; the order's receipt page."""
+    quote = client.get(_quote(client, ws, pkg, version, kind)).text
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', quote)
+    action = re.search(r'action="(/w/[^"]+/confirm)"', quote)
+    assert key and action, quote
+    done = _post(client, action.group(1), idempotency_key=key.group(1))
+    assert done.status_code == 303, done.text
+    return client.get(done.headers["location"]).text
+
+
+def test_next_is_kept_through_sign_up(client: TestClient) -> None:
+    buy = client.get("/buy/test-priced/1.0.0", follow_redirects=False)
+    assert buy.headers["location"] == "/signin?next=/buy/test-priced/1.0.0"
+    signin = client.get(buy.headers["location"]).text
+    assert 'href="/signup?next=/buy/test-priced/1.0.0"' in signin
+    form = client.get("/signup?next=/buy/test-priced/1.0.0").text
+    assert 'name="next" value="/buy/test-priced/1.0.0"' in form
+    answer = _post(
+        client,
+        "/signup",
+        email="journey@example.com",
+        password="correct horse",
+        workspace="journey",
+        next="/buy/test-priced/1.0.0",
+    )
+    assert answer.status_code == 303 and answer.headers["location"] == "/buy/test-priced/1.0.0"
+    assert "Get a quote" in client.get("/buy/test-priced/1.0.0").text
+    # and off-site targets are dropped, on the form and after signing up
+    for n, target in enumerate(("//evil.example", "https://evil.example")):
+        client.cookies.clear()
+        form = client.get("/signup", params={"next": target}).text
+        assert 'name="next" value=""' in form
+        answer = _post(
+            client,
+            "/signup",
+            email=f"offsite{n}@example.com",
+            password="correct horse",
+            workspace=f"offsite-{n}",
+            next=target,
+        )
+        assert answer.status_code == 303 and answer.headers["location"] == f"/w/offsite-{n}"
+
+
+def test_a_wrong_password_shows_the_form_again_with_the_email(shop: TestClient) -> None:
+    answer = _post(shop, "/signin", email=BUYER, password="not the password", next="/w/x")
+    assert answer.status_code == 401
+    assert 'id="form-error"' in answer.text and 'id="signin"' in answer.text
+    assert f'value="{BUYER}"' in answer.text and 'name="next" value="/w/x"' in answer.text
+    assert "not the password" not in answer.text
+
+
+def test_a_refused_sign_up_keeps_its_inputs(shop: TestClient) -> None:
+    answer = _post(
+        shop, "/signup", email="badslug@example.com", password="correct horse", workspace="No!"
+    )
+    assert answer.status_code == 422 and "is not valid" in answer.text
+    assert 'value="badslug@example.com"' in answer.text and 'value="No!"' in answer.text
+    assert "correct horse" not in answer.text
+
+
+def test_an_incomplete_licence_form_keeps_all_eight_inputs(shop: TestClient, ws: str) -> None:
+    path = f"/w/{ws}/licence/kimi-k3-8xb300/1.0.0"
+    form = shop.get(path).text
+    sha = re.search(r'name="terms_sha256" value="([0-9a-f]{64})"', form)
+    assert sha and form.count('type="checkbox"') == 4
+    clauses = re.findall(r'name="(affirm_[a-z_]+)"', form)
+    kept = {
+        "licensed_entity": "Acme Compute GmbH",
+        "signer_name": "Ada Buyer",
+        "signer_title": "",
+        "authority_statement": "Board resolution 7",
+    }
+    answer = _post(
+        shop, path, terms_sha256=sha.group(1), quote_id="0", **kept, **dict.fromkeys(clauses, "yes")
+    )
+    assert answer.status_code == 422 and "the signer title is missing" in answer.text
+    for value in ("Acme Compute GmbH", "Ada Buyer", "Board resolution 7"):
+        assert f'value="{value}"' in answer.text
+    assert answer.text.count('value="yes" checked') == 4
+    # the other way round: every field, one clause left out; it is named, the rest kept
+    answer = _post(
+        shop,
+        path,
+        terms_sha256=sha.group(1),
+        quote_id="0",
+        **{**kept, "signer_title": "CTO"},
+        **dict.fromkeys(clauses[1:], "yes"),
+    )
+    assert answer.status_code == 422 and clauses[0].removeprefix("affirm_") in answer.text
+    assert 'value="CTO"' in answer.text and answer.text.count('value="yes" checked') == 3
+
+
+def test_an_owned_version_is_offered_as_a_download_not_a_buy(shop: TestClient, ws: str) -> None:
+    receipt = _buy(shop, ws, "test-priced", "1.0.0")
+    assert "$49.99" in receipt and f'href="/w/{ws}/downloads/test-priced/1.0.0"' in receipt
+    buy = shop.get("/buy/test-priced/1.0.0").text
+    assert f'id="owned-{ws}"' in buy and f'href="/w/{ws}/downloads/test-priced/1.0.0"' in buy
+    again = _post(
+        shop, "/quotes", workspace=ws, package_id="test-priced", version="1.0.0", kind="purchase"
+    )
+    assert again.status_code == 409 and "already owns test-priced 1.0.0" in again.text
+    assert f'id="owned-{ws}"' in again.text
+
+
+def test_maintenance_is_offered_after_the_version_is_bought(shop: TestClient, ws: str) -> None:
+    alone = _post(
+        shop,
+        "/quotes",
+        workspace=ws,
+        package_id="test-priced",
+        version="1.0.0",
+        kind="subscription",
+    )
+    assert alone.status_code == 409 and "add-on to a purchased version" in alone.text
+    assert 'value="subscription" checked' in alone.text  # the choice is kept
+    assert f'<option value="{ws}" selected>' in alone.text
+    assert 'id="price-rules"' in alone.text and "cannot be bought alone" in alone.text
+    _buy(shop, ws, "test-priced", "1.0.0")
+    receipt = _buy(shop, ws, "test-priced", "1.0.0", "subscription")
+    assert "maintenance subscription" in receipt and "$19.00" in receipt
+
+
+def test_the_token_page_shows_the_token_once_and_a_reload_makes_none(
+    shop: TestClient, ws: str
+) -> None:
+    made = _post(shop, f"/w/{ws}/tokens", name="ci")
+    assert made.status_code == 303 and made.headers["location"] == f"/w/{ws}/tokens/new"
+    shown = shop.get(made.headers["location"]).text
+    assert re.search(r'id="token" class="wrap">sk_', shown)
+    reload = shop.get(made.headers["location"]).text
+    assert "sk_" not in reload and 'id="token-gone"' in reload
+    assert shop.get(f"/w/{ws}").text.count("/revoke") == 1  # one token, not two
+
+
+def test_cancelling_maintenance_asks_first(shop: TestClient, ws: str) -> None:
+    _buy(shop, ws, "test-priced", "1.0.0")
+    _buy(shop, ws, "test-priced", "1.0.0", "subscription")
+    workspace = shop.get(f"/w/{ws}").text
+    link = re.search(rf'href="(/w/{ws}/entitlements/\d+/cancel)"', workspace)
+    assert link, workspace
+    unconfirmed = _post(shop, link.group(1))
+    assert unconfirmed.status_code == 303 and unconfirmed.headers["location"] == link.group(1)
+    assert "cancelled at period end" not in shop.get(f"/w/{ws}").text
+    ask = shop.get(link.group(1)).text
+    assert "stays the workspace" in ask and 'name="confirm" value="yes"' in ask
+    assert _post(shop, link.group(1), confirm="yes").status_code == 303
+    assert "cancelled at period end" in shop.get(f"/w/{ws}").text
+
+
+def test_a_new_member_is_a_member_unless_chosen(shop: TestClient, ws: str) -> None:
+    page = shop.get(f"/w/{ws}").text
+    assert '<option value="member" selected>' in page and page.count(" selected>") == 1
+    refused = _post(shop, f"/w/{ws}/members", email="nobody@example.com", role="member")
+    assert refused.status_code == 404 and 'value="nobody@example.com"' in refused.text
+
+
+def test_order_history_lists_amounts_and_receipts(shop: TestClient, ws: str) -> None:
+    _buy(shop, ws, "test-priced", "1.0.0")
+    _buy(shop, ws, "test-priced", "1.0.0", "subscription")
+    orders = shop.get(f"/w/{ws}/orders").text
+    assert "$49.99" in orders and "$19.00" in orders
+    receipts = re.findall(rf'href="(/w/{ws}/orders/\d+)"', orders)
+    assert len(receipts) == 2
+    receipt = shop.get(receipts[-1]).text
+    assert "Receipt: order" in receipt and "$49.99" in receipt and "sandbox" in receipt
+    assert f'href="/w/{ws}/orders"' in shop.get(f"/w/{ws}").text
+
+
+def test_test_mode_is_on_every_store_page_and_its_confirm_button(shop: TestClient, ws: str) -> None:
+    for path in ("/signin", "/signup", "/account", f"/w/{ws}", "/buy/test-priced/1.0.0"):
+        assert 'id="test-mode"' in shop.get(path).text, path
+    quote = shop.get(_quote(shop, ws, "test-priced", "1.0.0", "purchase")).text
+    assert "Confirm test payment of $49.99" in quote and "Confirm and pay" not in quote
+
+
+def test_a_placeholder_kit_says_it_cannot_be_deployed(shop: TestClient, ws: str) -> None:
+    buy = shop.get("/buy/kimi-k3-8xb300/1.0.0").text
+    assert 'id="placeholder"' in buy and "cannot be deployed" in buy
+    quote = shop.get(_quote(shop, ws, "kimi-k3-8xb300", "1.0.0", "purchase")).text
+    assert "cannot be deployed" in quote
+    assert "cannot be deployed" not in shop.get("/buy/test-priced/1.0.0").text
+
+
+def test_unknown_pages_and_methods_answer_in_the_sites_style(shop: TestClient) -> None:
+    missing = shop.get("/no/such/page")
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    assert "There is no page at this address" in missing.text
+    assert 'href="/static/catalog.css"' in missing.text
+    wrong = shop.put("/signin", headers={"x-csrf-token": _csrf(shop.get("/signin").text)})
+    assert wrong.status_code == 405 and "text/html" in wrong.headers["content-type"]
+    assert "GET" in wrong.headers["allow"]
+    api = shop.get("/api/v1/no-such-thing")
+    assert api.status_code == 404
+    assert api.headers["content-type"] == "application/problem+json"
+    assert api.json()["status"] == 404
+
+
+def test_head_answers_every_get_without_a_body(shop: TestClient) -> None:
+    for path in (
+        "/",
+        "/packages/test-priced/1.0.0",
+        "/signin",
+        "/account",
+        "/w/shopper/orders",
+        "/static/catalog.css",
+        "/feed.json",
+        "/api/v1/openapi.json",
+        "/packages/test-priced/1.0.0/chart.svg",
+        "/packages/test-priced/1.0.0/files/licenses/PACKAGE_LICENSE.md",
+    ):
+        got, head = shop.get(path), shop.head(path)
+        assert got.status_code == head.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"]
+        if path in (
+            "/",
+            "/feed.json",
+            "/static/catalog.css",
+            "/api/v1/openapi.json",
+        ):  # these embed a per-response CSRF token
+            assert head.headers["content-length"] == got.headers["content-length"], path
+
+
+def test_refused_choices_and_a_refused_confirm_come_back_as_pages(
+    shop: TestClient, ws: str
+) -> None:
+    role = _post(shop, f"/w/{ws}/members", email=BUYER, role="emperor")
+    assert role.status_code == 422 and "role 'emperor' is not one of" in unescape(role.text)
+    kind = _post(
+        shop, "/quotes", workspace=ws, package_id="test-priced", version="1.0.0", kind="gift"
+    )
+    assert kind.status_code == 422 and "order kind 'gift'" in unescape(kind.text)
+    missing = _post(shop, "/signup", email="x@example.com", password="correct horse")
+    assert missing.status_code == 422 and "text/html" in missing.headers["content-type"]
+    assert "workspace" in missing.text
+    # a second tab confirms a quote for a version the first tab bought meanwhile
+    first = shop.get(_quote(shop, ws, "test-priced", "1.0.0", "purchase")).text
+    _buy(shop, ws, "test-priced", "1.0.0")
+    action = re.search(r'action="(/w/[^"]+/confirm)"', first)
+    assert action
+    late = _post(shop, action.group(1), idempotency_key="second-tab")
+    assert late.status_code == 409 and "already owns" in late.text
+    assert 'value="second-tab"' in late.text  # the form again, with its key
+
+
+def test_sign_out_has_a_page_for_the_catalogs_link(shop: TestClient, home: Path) -> None:
+    assert 'id="signout-form"' in shop.get("/signout").text
+    with TestClient(create_app(Settings(home=home)), base_url=BASE) as visitor:
+        page = visitor.get("/signout").text
+        assert "You are not signed in" in page and 'href="/signin"' in page
+        catalog = visitor.get("/").text
+        for link in ('href="/signin"', 'href="/signup"', 'href="/account"', 'href="/signout"'):
+            assert link in catalog

@@ -312,7 +312,7 @@ def build_card(loaded: LoadedPackage, report: CheckReport) -> Card:
         price_usd=pkg.pricing.usd,
         tier=pkg.pricing.tier.value,
         maintenance=(
-            f"{maintenance.usd_per_year:,.0f} USD a year: always the latest verified version"
+            f"{maintenance.usd_per_year:,.0f} USD a year, added to a bought version: each newer verified version while it runs"
             if maintenance.available and maintenance.usd_per_year is not None
             else "not offered"
         ),

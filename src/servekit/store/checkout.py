@@ -6,7 +6,9 @@ Nothing is charged before confirm. Confirm, step by step (one transaction):
   2. an order under the same workspace and idempotency key answers the retry: the same
      result for the same request, :class:`IdempotencyConflictError` for another;
   3. the quote must be the workspace's and unexpired, its version still for sale, and not
-     already held (a live purchase, or an active subscription to the package);
+     already held (a live purchase, or an active subscription to the package); maintenance
+     needs the purchased version it adds to (:data:`MAINTENANCE_RULE`), and a version whose
+     model commit is a placeholder is sold only through a test provider;
   4. a version that requires a licence needs the workspace's signature for it; 2, 3 and
      4 are read in one statement, which also takes the ids of the rows to write;
   5. charge through the provider with the key (price 0: no charge and no journal entry);
@@ -47,6 +49,7 @@ from servekit.receipts.canonical import canonical_json
 from servekit.store import ledger
 from servekit.store.accounts import require_buyer
 from servekit.store.db import Rows, insert_rows, next_id
+from servekit.store.entitlements import downloadable
 from servekit.store.licences import latest_signature
 from servekit.store.models import (
     Base,
@@ -62,13 +65,26 @@ from servekit.store.models import (
     utcnow,
 )
 from servekit.store.publishing import get_version, latest_version
-from servekit.store.results import OrderInfo, Principal, QuoteInfo
+from servekit.store.results import OrderInfo, Principal, QuoteInfo, VersionInfo
 
 if TYPE_CHECKING:
     from servekit.store.payments import PaymentProvider
 
 QUOTE_TTL = dt.timedelta(hours=1)
 PERIOD = dt.timedelta(days=365)
+TEST_PROVIDERS = frozenset({"sandbox"})
+"""Payment providers that charge nothing: buying through them is a test purchase."""
+MAINTENANCE_RULE = (
+    "Maintenance is an add-on to a version you bought: it cannot be bought alone. While it "
+    "runs, each newer version the publisher releases is delivered to the workspace; "
+    "cancelling stops delivery at the end of the paid year and keeps every version "
+    "delivered until then. Why: maintenance pays for what comes next, not for the "
+    "version you already have, so it is never a cheaper way to buy that version."
+)
+PLACEHOLDER_RULE = (
+    "Its model commit is a placeholder, not a real commit: the kit cannot be deployed "
+    "(its launch pins a revision that does not exist). It is sold only in test mode."
+)
 
 
 def _quote_info(row: Quote, ver: PackageVersion) -> QuoteInfo:
@@ -129,11 +145,20 @@ def _refuse_held(workspace_id: int, ver: PackageVersion, kind: OrderKind, sessio
 def _refuse_owned(
     kind: OrderKind, package_id: str, version: str, holds_purchase: bool, holds_subscription: bool
 ) -> None:
+    """A purchase of a version the workspace bought is refused; so is maintenance the
+    workspace has, or maintenance without the version it adds to (:data:`MAINTENANCE_RULE`)."""
     match kind:
         case OrderKind.SUBSCRIPTION:
             if holds_subscription:
                 raise AlreadyOwnedError(
-                    f"the workspace already has an active subscription to {package_id}"
+                    f"the workspace already has an active subscription to {package_id}",
+                    hint="it renews each year; cancel it from the workspace page",
+                )
+            if not holds_purchase:
+                raise StoreConflictError(
+                    f"maintenance for {package_id} is an add-on to a purchased version: "
+                    f"the workspace does not own {package_id} {version}, the current version",
+                    hint=f"buy {package_id} {version} first, then add maintenance",
                 )
         case OrderKind.PURCHASE:
             if holds_purchase:
@@ -191,6 +216,67 @@ def create_quote(
     session.add(row)
     session.flush()
     return _quote_info(row, ver)
+
+
+def maintenance_offer(principal: Principal, ver: VersionInfo, *, session: Session) -> str | None:
+    """Why the workspace cannot add maintenance to ``ver`` now, or None when it can."""
+    if ver.maintenance_cents is None:
+        return "this package offers no maintenance"
+    latest = latest_version(ver.package_id, session=session)
+    if latest is None or latest.version != ver.version:
+        return "maintenance is added to the current version only"
+    if active_subscription(principal.workspace_id, ver.package_id, session=session):
+        return "the workspace has maintenance for this package already"
+    if ver.version not in _held(principal, ver.package_id, session):
+        return "buy this version first: maintenance is an add-on to it"
+    return None
+
+
+def _held(principal: Principal, package_id: str, session: Session) -> set[str]:
+    return {v.version for v in downloadable(principal, package_id, session=session)}
+
+
+def quote_notes(principal: Principal, quote: QuoteInfo, *, session: Session) -> list[str]:
+    """What the buyer should know before confirming: what the workspace already has of
+    it, and whether its kit can be deployed."""
+    notes = []
+    if quote.kind is OrderKind.PURCHASE and quote.version in _held(
+        principal, quote.package_id, session
+    ):
+        notes.append(
+            f"This workspace already has {quote.package_id} {quote.version} (delivered by "
+            "its maintenance subscription): buying it again pays twice for a version you "
+            "can download now."
+        )
+    if quote.kind is OrderKind.SUBSCRIPTION:
+        notes.append(MAINTENANCE_RULE)
+    if get_version(quote.package_id, quote.version, session=session).placeholder_commit:
+        notes.append(PLACEHOLDER_RULE)
+    return notes
+
+
+def _refuse_placeholder(version_id: int, provider: PaymentProvider, session: Session) -> None:
+    """A placeholder model commit is sold only through a test provider. Asked only of a
+    provider that charges: a test confirm keeps its four statements (docs/performance.md),
+    and a real charge waits on the provider far longer than on one primary-key read."""
+    if provider.name in TEST_PROVIDERS:
+        return
+    ver = session.get_one(PackageVersion, version_id)
+    if ver.placeholder_commit:
+        raise NotForSaleError(
+            f"{ver.package_id} {ver.version} is sold only in test mode: its model commit "
+            "is a placeholder, so its kit cannot be deployed",
+            hint="the publisher must pin the real commit (servekit model pin) and publish "
+            "a new version",
+        )
+
+
+def workspace_orders(principal: Principal, *, session: Session) -> list[OrderInfo]:
+    """Every order of the principal's workspace, newest first."""
+    rows = session.scalars(
+        select(Order).where(Order.workspace_id == principal.workspace_id).order_by(Order.id.desc())
+    )
+    return [order_info(order, session=session) for order in rows]
 
 
 def get_quote(principal: Principal, quote_id: int, *, session: Session) -> QuoteInfo:
@@ -406,6 +492,7 @@ def confirm(
     if facts is None or facts.quote_workspace != principal.workspace_id:
         raise StoreNotFoundError(f"no quote {quote_id}")
     _check(quote_id, facts)  # 3
+    _refuse_placeholder(facts.version_id, provider, session)
     signature_id = _signature(facts)  # 4
     payment_ref = None
     if facts.amount_cents > 0:  # 5

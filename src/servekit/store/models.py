@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -166,6 +167,8 @@ class PackageVersion(Base):
     licence_sha256: Mapped[str] = mapped_column(String(64))
     kit_sha256: Mapped[str] = mapped_column(String(64))
     kit_bytes: Mapped[int] = mapped_column(BigInteger)
+    # the model commit is a placeholder: the kit cannot be deployed, sold in test mode only
+    placeholder_commit: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     kit_digest: Mapped[str] = mapped_column(String(80))
     key_id: Mapped[str] = mapped_column(String(64))
     published_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)

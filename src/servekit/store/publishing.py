@@ -86,6 +86,7 @@ def version_info(row: PackageVersion) -> VersionInfo:
         licence_sha256=row.licence_sha256,
         kit_sha256=row.kit_sha256,
         kit_bytes=row.kit_bytes,
+        placeholder_commit=row.placeholder_commit,
         published_at=row.published_at,
         retracted=row.retracted_at is not None,
         retract_reason=row.retract_reason,
@@ -123,6 +124,7 @@ def _row(
         licence_sha256=hashlib.sha256(licence.encode()).hexdigest(),
         kit_sha256=kit_sha,
         kit_bytes=len(kit),
+        placeholder_commit=package.model.placeholder_commit,
         kit_digest="",
         key_id="",
     )

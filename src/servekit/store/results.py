@@ -56,6 +56,7 @@ class VersionInfo(Result):
     licence_sha256: str
     kit_sha256: str
     kit_bytes: int
+    placeholder_commit: bool = False
     published_at: dt.datetime
     retracted: bool
     retract_reason: str | None = None

@@ -20,8 +20,9 @@ from urllib.parse import quote
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import escape
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from servekit import __version__
@@ -30,10 +31,12 @@ from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
 from servekit.errors import AuthenticationError, Error, NotFoundError
 from servekit.web.api.app import context_from_settings
-from servekit.web.api.problems import status_of
+from servekit.web.api.problems import TYPE_PREFIX, problem, status_of
 from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
 from servekit.web.feed import current_feed
+from servekit.web.methods import HeadAsGet
+from servekit.web.pages import error_page
 from servekit.web.routes import catalog, keys, store
 from servekit.web.security import SecureHeaders
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
@@ -43,18 +46,44 @@ from servekit.web.storecatalog import StoreCatalog
 def _error_page(request: Request, exc: Exception) -> Response:
     """The one place the web app renders a servekit error (as HTML; the API renders its own)."""
     assert isinstance(exc, Error)
-    if isinstance(exc, AuthenticationError) and request.method == "GET":
+    if isinstance(exc, AuthenticationError) and request.method in ("GET", "HEAD"):
         return RedirectResponse("/signin?next=" + quote(request.url.path), status_code=303)
     status = 404 if isinstance(exc, NotFoundError) else status_of(exc)
-    status = 400 if status == 500 else status
-    body = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>error</title>'
-        '<link rel="stylesheet" href="/static/catalog.css"></head><body><main>'
-        f"<h1>{status}</h1><p>{escape(exc.message)}</p>"
-        f'<p class="muted">{escape(exc.hint or "")}</p><p><a href="/">catalog</a></p>'
-        "</main></body></html>"
+    return error_page(request, 400 if status == 500 else status, exc.message, exc.hint or "")
+
+
+HTTP_MESSAGES = {
+    404: ("There is no page at this address.", "Check the address, or start from the catalog."),
+    405: ("This address does not answer that method.", "Follow a link or a form on the site."),
+}
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    """404 and 405 from the router: problem+json under the API, a page in the site's style
+    everywhere else."""
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if request.url.path.startswith(PREFIX + "/") or request.url.path == PREFIX:
+        body = problem(
+            exc.status_code,
+            f"{TYPE_PREFIX}http-{exc.status_code}",
+            str(exc.detail),
+            f"{request.method} {request.url.path}: {exc.detail}",
+        )
+        body.headers.update(headers)
+        return body
+    message, hint = HTTP_MESSAGES.get(exc.status_code, (str(exc.detail), ""))
+    return error_page(request, exc.status_code, message, hint, headers)
+
+
+def _invalid_form(request: Request, exc: Exception) -> Response:
+    """A page's form or query that FastAPI could not parse (a field missing, a number that
+    is not one): the API's routes answer these themselves, as problem+json."""
+    assert isinstance(exc, RequestValidationError)
+    where = ", ".join(".".join(str(p) for p in e["loc"][1:]) or "request" for e in exc.errors())
+    return error_page(
+        request, 422, f"the form or address is not valid: {where}", "go back and try again"
     )
-    return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
 
 @asynccontextmanager
@@ -118,6 +147,8 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     app.include_router(keys.api)
     app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid_form)
     # outermost last: secure headers, the session cookie, the CSRF check, cached pages
     app.add_middleware(catalog.CachedPages, state=app.state)
     app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
@@ -129,4 +160,5 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         https_only=True,
     )
     app.add_middleware(SecureHeaders)
+    app.add_middleware(HeadAsGet)
     return app

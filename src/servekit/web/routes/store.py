@@ -1,12 +1,15 @@
 """The store's pages: sign up, in and out; workspaces and members; quote, licence and
-confirm; entitlements, kit downloads, API tokens and subscription cancel.
+confirm; entitlements, kit downloads, orders and receipts, API tokens and subscription
+cancel.
 
-Each handler parses the form, calls store services in one transaction, and renders a
-template or redirects (POST, then redirect, then GET). Who is signed in is the store
-session token kept in the signed session cookie, checked against the database on every
-request, so signing out anywhere ends it everywhere. Every form carries the CSRF token
-(checked by :class:`~servekit.web.sessions.CSRFProtect` before a handler runs), and every
-page here is per-session: ``Cache-Control: no-store``, never the page cache.
+Each handler parses the form, calls store services in one transaction, and redirects
+(POST, then redirect, then GET: reloading a page never repeats a change). A refused form
+is rendered again with the message beside it and every input kept, passwords excepted.
+Who is signed in is the store session token kept in the signed session cookie, checked
+against the database on every request, so signing out anywhere ends it everywhere. Every
+form carries the CSRF token (checked by :class:`~servekit.web.sessions.CSRFProtect`
+before a handler runs), and every page here is per-session: ``Cache-Control: no-store``,
+never the page cache.
 """
 
 from __future__ import annotations
@@ -21,20 +24,21 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from servekit.errors import AuthenticationError, UsageError
+from servekit.errors import AuthenticationError, Error, StoreNotFoundError, UsageError
 from servekit.store import accounts, checkout, entitlements, licences, publishing
 from servekit.store.db import Store
 from servekit.store.models import Clause, OrderKind, Role
-from servekit.store.results import Principal
+from servekit.store.results import EntitlementInfo, Principal
 from servekit.web import signin
+from servekit.web.api.problems import status_of
 from servekit.web.api.routes import MAX_ID, RowId, kit_response
-from servekit.web.pages import render
-from servekit.web.sessions import csrf_token
+from servekit.web.pages import NO_STORE, SESSION_TOKEN, page
 
 router = APIRouter()
-TOKEN = "store_token"
-NO_STORE = {"Cache-Control": "no-store"}
+NEW_TOKEN = "new_token"  # the session key holding a just-made token until its page shows it
 Text = Annotated[str, Form()]
+OptionalText = Annotated[str, Form()]
+LICENCE_FIELDS = ("licensed_entity", "signer_name", "signer_title", "authority_statement")
 
 
 def _store(request: Request) -> Store:
@@ -46,26 +50,25 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
-    token = request.session.get(TOKEN)
-    body = render(template, csrf=csrf_token(request), signed_in=bool(token), **values)
-    return HTMLResponse(body, status_code=status, headers=NO_STORE)
-
-
 def _to(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303, headers=NO_STORE)
 
 
-def _safe_next(path: str) -> str:
+def _refused(request: Request, template: str, exc: Error, **values: Any) -> HTMLResponse:
+    """The form again, with the error beside it and the inputs it was given."""
+    return page(request, template, status_of(exc), error=exc, **values)
+
+
+def safe_next(path: str, default: str = "/account") -> str:
     """Only a path on this site may be a redirect target: never ``//host``, nor ``/\\host``
     (browsers read a backslash as a slash), nor a control character."""
     on_site = path.startswith("/") and not path.startswith("//") and "\\" not in path
-    return path if on_site and path.isprintable() else "/account"
+    return path if on_site and path.isprintable() else default
 
 
 @contextmanager
 def _user(request: Request) -> Iterator[tuple[Session, int]]:
-    token = request.session.get(TOKEN)
+    token = request.session.get(SESSION_TOKEN)
     if not isinstance(token, str):
         raise AuthenticationError("sign in first", hint="sign in at /signin")
     with _store(request).transaction() as s:
@@ -80,45 +83,61 @@ def _member(request: Request, workspace: str) -> Iterator[tuple[Session, Princip
 
 def _signed_in(request: Request, token: str) -> None:
     request.session.clear()  # a new session (and CSRF token) on every sign-in
-    request.session[TOKEN] = token
+    request.session[SESSION_TOKEN] = token
 
 
 # --- accounts -------------------------------------------------------------------------
 
 
 @router.get("/signup", response_class=HTMLResponse)
-def signup_form(request: Request) -> HTMLResponse:
+def signup_form(request: Request, next: str = "") -> HTMLResponse:
     """A new user and their first workspace."""
-    return _page(request, "store/signup.html")
+    return page(request, "store/signup.html", next=safe_next(next, ""), email="", workspace="")
 
 
 @router.post("/signup")
-def signup(request: Request, email: Text, password: Text, workspace: Text) -> Response:
-    with _store(request).transaction() as s:
-        uid = accounts.create_user(email, password, session=s)
-        accounts.create_workspace(workspace, workspace, owner_id=uid, session=s)
-        token = accounts.sign_in(email, password, session=s)
+def signup(
+    request: Request, email: Text, password: Text, workspace: Text, next: OptionalText = ""
+) -> Response:
+    try:
+        with _store(request).transaction() as s:
+            uid = accounts.create_user(email, password, session=s)
+            accounts.create_workspace(workspace, workspace, owner_id=uid, session=s)
+            token = accounts.sign_in(email, password, session=s)
+    except Error as exc:
+        kept = {"email": email, "workspace": workspace, "next": safe_next(next, "")}
+        return _refused(request, "store/signup.html", exc, **kept)
     _signed_in(request, token)
-    return _to(f"/w/{quote(workspace)}")
+    return _to(safe_next(next, f"/w/{quote(workspace)}"))
 
 
 @router.get("/signin", response_class=HTMLResponse)
 def signin_form(request: Request, next: str = "/account") -> HTMLResponse:
-    return _page(request, "store/signin.html", next=_safe_next(next))
+    return page(request, "store/signin.html", next=safe_next(next), email="")
 
 
 @router.post("/signin")
 def signin_post(
-    request: Request, email: Text, password: Text, next: Annotated[str, Form()] = "/account"
+    request: Request, email: Text, password: Text, next: OptionalText = "/account"
 ) -> Response:
-    token = signin.sign_in(_store(request), email, password, _client(request))
+    try:
+        token = signin.sign_in(_store(request), email, password, _client(request))
+    except Error as exc:
+        kept = {"email": email, "next": safe_next(next)}
+        return _refused(request, "store/signin.html", exc, **kept)
     _signed_in(request, token)
-    return _to(_safe_next(next))
+    return _to(safe_next(next))
+
+
+@router.get("/signout", response_class=HTMLResponse)
+def signout_form(request: Request) -> HTMLResponse:
+    """The catalog's pages are shared by every visitor, so they link here for a form."""
+    return page(request, "store/signout.html")
 
 
 @router.post("/signout")
 def signout(request: Request) -> Response:
-    token = request.session.get(TOKEN)
+    token = request.session.get(SESSION_TOKEN)
     if isinstance(token, str):
         with _store(request).transaction() as s:
             accounts.sign_out(token, session=s)
@@ -131,59 +150,122 @@ def account(request: Request) -> HTMLResponse:
     """The workspaces you belong to."""
     with _user(request) as (s, uid):
         spaces = accounts.workspaces_of(uid, session=s)
-    return _page(request, "store/account.html", workspaces=spaces)
+    return page(request, "store/account.html", workspaces=spaces)
 
 
 # --- a workspace ----------------------------------------------------------------------
+
+
+def _workspace(
+    request: Request, s: Session, p: Principal, status: int = 200, **values: Any
+) -> HTMLResponse:
+    values.setdefault("member_email", "")
+    held = entitlements.list_entitlements(p, session=s)
+    return page(
+        request,
+        "store/workspace.html",
+        status,
+        ws=p,
+        roles=list(Role),
+        default_role=Role.MEMBER,
+        members=accounts.members(p, session=s),
+        entitlements=held,
+        undeployable=_undeployable(held, s),
+        tokens=accounts.list_tokens(p, session=s),
+        **values,
+    )
+
+
+def _undeployable(held: list[EntitlementInfo], s: Session) -> set[tuple[str, str]]:
+    """The held versions whose model commit is a placeholder: their kits cannot deploy."""
+    return {
+        (e.package_id, v)
+        for e in held
+        for v in e.downloadable
+        if publishing.get_version(e.package_id, v, session=s).placeholder_commit
+    }
 
 
 @router.get("/w/{workspace}", response_class=HTMLResponse)
 def workspace_page(request: Request, workspace: str) -> HTMLResponse:
     """Members, entitlements (with downloads and cancel) and API tokens of a workspace."""
     with _member(request, workspace) as (s, p):
-        members = accounts.members(p, session=s)
-        held = entitlements.list_entitlements(p, session=s)
-        tokens = accounts.list_tokens(p, session=s)
-    return _page(
-        request,
-        "store/workspace.html",
-        ws=p,
-        roles=list(Role),
-        members=members,
-        entitlements=held,
-        tokens=tokens,
-    )
+        return _workspace(request, s, p)
 
 
 @router.post("/w/{workspace}/members")
 def add_member(request: Request, workspace: str, email: Text, role: Text) -> Response:
     with _member(request, workspace) as (s, p):
-        accounts.require_owner(p)
-        member = accounts.user_id_by_email(email, session=s)
-        accounts.add_member(p.workspace_id, member, Role(role), session=s)
-    return _to(f"/w/{quote(workspace)}")
+        try:
+            with s.begin_nested():
+                accounts.require_owner(p)
+                member = accounts.user_id_by_email(email, session=s)
+                accounts.add_member(p.workspace_id, member, _role(role), session=s)
+        except Error as exc:
+            return _workspace(request, s, p, status_of(exc), error=exc, member_email=email)
+    return _to(f"/w/{quote(workspace)}#members")
 
 
-@router.post("/w/{workspace}/tokens", response_class=HTMLResponse)
-def new_token(request: Request, workspace: str, name: Text) -> HTMLResponse:
-    """The token is on this response only: it is stored as a hash."""
+def _role(value: str) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        roles = ", ".join(r.value for r in Role)
+        raise UsageError(f"role {value!r} is not one of {roles}", hint="pick a role") from None
+
+
+@router.post("/w/{workspace}/tokens")
+def new_token(request: Request, workspace: str, name: Text) -> Response:
+    """The token is kept in the session until its page shows it once (it is stored as a
+    hash): reloading that page shows no token and makes none."""
     with _member(request, workspace) as (s, p):
         made = accounts.create_token(p, name, session=s)
-    return _page(request, "store/token.html", ws=p, token=made, status=201)
+    request.session[NEW_TOKEN] = {"workspace": p.workspace, "name": made.name, "token": made.token}
+    return _to(f"/w/{quote(workspace)}/tokens/new")
+
+
+@router.get("/w/{workspace}/tokens/new", response_class=HTMLResponse)
+def shown_token(request: Request, workspace: str) -> HTMLResponse:
+    with _member(request, workspace) as (_, p):
+        pass
+    made = request.session.pop(NEW_TOKEN, None)
+    if not isinstance(made, dict) or made.get("workspace") != p.workspace:
+        made = None
+    return page(request, "store/token.html", ws=p, token=made)
 
 
 @router.post("/w/{workspace}/tokens/{token_id}/revoke")
 def revoke_token(request: Request, workspace: str, token_id: RowId) -> Response:
     with _member(request, workspace) as (s, p):
         accounts.revoke_token(p, token_id, session=s)
-    return _to(f"/w/{quote(workspace)}")
+    return _to(f"/w/{quote(workspace)}#tokens")
+
+
+def _subscription(p: Principal, entitlement_id: int, s: Session) -> EntitlementInfo:
+    for held in entitlements.list_entitlements(p, session=s):
+        if held.id == entitlement_id and held.kind is OrderKind.SUBSCRIPTION:
+            return held
+    raise StoreNotFoundError(f"no subscription {entitlement_id}")
+
+
+@router.get("/w/{workspace}/entitlements/{entitlement_id}/cancel", response_class=HTMLResponse)
+def cancel_form(request: Request, workspace: str, entitlement_id: RowId) -> HTMLResponse:
+    """The confirmation step: what cancelling keeps and what it stops."""
+    with _member(request, workspace) as (s, p):
+        held = _subscription(p, entitlement_id, s)
+    return page(request, "store/cancel.html", ws=p, e=held)
 
 
 @router.post("/w/{workspace}/entitlements/{entitlement_id}/cancel")
-def cancel(request: Request, workspace: str, entitlement_id: RowId) -> Response:
+def cancel(
+    request: Request, workspace: str, entitlement_id: RowId, confirm: OptionalText = ""
+) -> Response:
+    """Cancels only with the confirmation page's ``confirm=yes``; otherwise shows that page."""
+    if confirm != "yes":
+        return _to(f"/w/{quote(workspace)}/entitlements/{entitlement_id}/cancel")
     with _member(request, workspace) as (s, p):
         entitlements.cancel_subscription(p, entitlement_id, session=s)
-    return _to(f"/w/{quote(workspace)}")
+    return _to(f"/w/{quote(workspace)}#entitlements")
 
 
 @router.get("/w/{workspace}/downloads/{package_id}/{version}")
@@ -196,66 +278,133 @@ def download(request: Request, workspace: str, package_id: str, version: str) ->
     return kit_response(kit, NO_STORE)
 
 
+@router.get("/w/{workspace}/orders", response_class=HTMLResponse)
+def orders_page(request: Request, workspace: str) -> HTMLResponse:
+    """The workspace's order history, newest first, each with its receipt."""
+    with _member(request, workspace) as (s, p):
+        orders = checkout.workspace_orders(p, session=s)
+    return page(request, "store/orders.html", ws=p, orders=orders)
+
+
+@router.get("/w/{workspace}/orders/{order_id}", response_class=HTMLResponse)
+def order_page(request: Request, workspace: str, order_id: RowId) -> HTMLResponse:
+    """The receipt of one order."""
+    with _member(request, workspace) as (s, p):
+        order = checkout.workspace_order(p, order_id, session=s)
+        held = order.version in _held_versions(p, order.package_id, s)
+        ver = publishing.version_info(
+            publishing.get_version(order.package_id, order.version, session=s)
+        )
+    return page(request, "store/order.html", ws=p, order=order, held=held, v=ver)
+
+
 # --- buying ---------------------------------------------------------------------------
+
+
+def _held_versions(p: Principal, package_id: str, s: Session) -> set[str]:
+    return {v.version for v in entitlements.downloadable(p, package_id, session=s)}
+
+
+def _buy_page(
+    request: Request, s: Session, uid: int, package_id: str, version: str, **values: Any
+) -> HTMLResponse:
+    """Which workspaces already hold the version (with its download), and the quote form
+    for those that may buy it."""
+    ver = publishing.version_info(publishing.get_version(package_id, version, session=s))
+    owned, buyers = [], []
+    for slug, name, role in accounts.workspaces_of(uid, session=s):
+        p = accounts.principal_for_user(uid, slug, session=s)
+        if version in _held_versions(p, package_id, s):
+            owned.append((slug, name))
+        if role in accounts.BUYING_ROLES:  # an owner of the version may add maintenance
+            buyers.append((slug, name, checkout.maintenance_offer(p, ver, session=s)))
+    # when every workspace that may buy owns the version already, maintenance is what is left
+    left = OrderKind.SUBSCRIPTION if {b[0] for b in buyers} <= {o[0] for o in owned} else None
+    kind = (left or OrderKind.PURCHASE).value
+    values.setdefault("chosen", {"workspace": "", "kind": kind})
+    values["nothing_left"] = left is not None and ver.maintenance_cents is None
+    status = status_of(values["error"]) if values.get("error") else 200
+    return page(request, "store/buy.html", status, v=ver, owned=owned, workspaces=buyers, **values)
 
 
 @router.get("/buy/{package_id}/{version}", response_class=HTMLResponse)
 def buy(request: Request, package_id: str, version: str) -> Response:
-    """Choose the workspace (and purchase or subscription) to quote for."""
-    if not isinstance(request.session.get(TOKEN), str):
+    """Choose the workspace (and purchase or maintenance) to quote for."""
+    if not isinstance(request.session.get(SESSION_TOKEN), str):
         return _to("/signin?next=" + quote(f"/buy/{package_id}/{version}"))
     with _user(request) as (s, uid):
-        ver = publishing.version_info(publishing.get_version(package_id, version, session=s))
-        spaces = [
-            w for w in accounts.workspaces_of(uid, session=s) if w[2] in accounts.BUYING_ROLES
-        ]
-    return _page(request, "store/buy.html", v=ver, workspaces=spaces)
+        return _buy_page(request, s, uid, package_id, version)
 
 
 @router.post("/quotes")
 def new_quote(
     request: Request, workspace: Text, package_id: Text, version: Text, kind: Text
 ) -> Response:
-    """Price the version: nothing is charged until the quote is confirmed."""
-    with _member(request, workspace) as (s, p):
-        order_kind = OrderKind(kind)
-        wanted = None if order_kind is OrderKind.SUBSCRIPTION else version
-        q = checkout.create_quote(p, package_id, wanted, order_kind, session=s)
+    """Price the version: nothing is charged until the quote is confirmed. A refusal (the
+    workspace holds it already, maintenance without the version) shows the buy page again."""
+    with _user(request) as (s, uid):
+        try:
+            with s.begin_nested():
+                p = accounts.principal_for_user(uid, workspace, session=s)
+                order_kind = _kind(kind)
+                q = checkout.create_quote(p, package_id, version, order_kind, session=s)
+        except Error as exc:
+            chosen = {"workspace": workspace, "kind": kind}
+            return _buy_page(request, s, uid, package_id, version, error=exc, chosen=chosen)
     return _to(f"/w/{quote(workspace)}/quotes/{q.id}")
+
+
+def _kind(value: str) -> OrderKind:
+    try:
+        return OrderKind(value)
+    except ValueError:
+        raise UsageError(
+            f"order kind {value!r} is not purchase or subscription", hint="pick one"
+        ) from None
+
+
+def _quote_page(
+    request: Request, s: Session, p: Principal, quote_id: int, key: str, **values: Any
+) -> HTMLResponse:
+    q = checkout.get_quote(p, quote_id, session=s)
+    ver = publishing.get_version(q.package_id, q.version, session=s)
+    signed = licences.signature_for(p.workspace_id, ver.id, session=s) is not None
+    notes = checkout.quote_notes(p, q, session=s)
+    status = status_of(values["error"]) if values.get("error") else 200
+    return page(
+        request,
+        "store/quote.html",
+        status,
+        ws=p,
+        q=q,
+        v=publishing.version_info(ver),
+        notes=notes,
+        signed=signed,
+        idempotency_key=key,
+        **values,
+    )
 
 
 @router.get("/w/{workspace}/quotes/{quote_id}", response_class=HTMLResponse)
 def quote_page(request: Request, workspace: str, quote_id: RowId) -> HTMLResponse:
-    """The quote, and the explicit confirm (its idempotency key in a hidden field)."""
+    """The quote, what the workspace already has of it, and the explicit confirm (its
+    idempotency key in a hidden field)."""
     with _member(request, workspace) as (s, p):
-        q = checkout.get_quote(p, quote_id, session=s)
-        ver = publishing.get_version(q.package_id, q.version, session=s)
-        signed = licences.signature_for(p.workspace_id, ver.id, session=s) is not None
-    return _page(
-        request,
-        "store/quote.html",
-        ws=p,
-        q=q,
-        signed=signed,
-        idempotency_key=secrets.token_urlsafe(24),
-    )
+        return _quote_page(request, s, p, quote_id, secrets.token_urlsafe(24))
 
 
 @router.post("/w/{workspace}/quotes/{quote_id}/confirm")
 def confirm(request: Request, workspace: str, quote_id: RowId, idempotency_key: Text) -> Response:
     """Charge once per idempotency key (a second submit of the form replays the order)."""
     with _member(request, workspace) as (s, p):
-        order = checkout.confirm(
-            p, quote_id, idempotency_key, provider=request.app.state.provider, session=s
-        )
+        try:
+            with s.begin_nested():
+                order = checkout.confirm(
+                    p, quote_id, idempotency_key, provider=request.app.state.provider, session=s
+                )
+        except Error as exc:
+            return _quote_page(request, s, p, quote_id, idempotency_key, error=exc)
     return _to(f"/w/{quote(workspace)}/orders/{order.id}")
-
-
-@router.get("/w/{workspace}/orders/{order_id}", response_class=HTMLResponse)
-def order_page(request: Request, workspace: str, order_id: RowId) -> HTMLResponse:
-    with _member(request, workspace) as (s, p):
-        order = checkout.workspace_order(p, order_id, session=s)
-    return _page(request, "store/order.html", ws=p, order=order)
 
 
 @router.get("/w/{workspace}/licence/{package_id}/{version}", response_class=HTMLResponse)
@@ -269,7 +418,10 @@ def licence_form(
     """The enterprise licence: the full terms with their sha256 and four affirmations."""
     with _member(request, workspace) as (s, p):
         terms = licences.terms_for(package_id, version, session=s)
-    return _page(request, "store/licence.html", ws=p, terms=terms, quote_id=quote_id)
+    kept = dict.fromkeys(LICENCE_FIELDS, "")
+    return page(
+        request, "store/licence.html", ws=p, terms=terms, quote_id=quote_id, kept=kept, affirmed=()
+    )
 
 
 @router.post("/w/{workspace}/licence/{package_id}/{version}")
@@ -280,29 +432,56 @@ async def sign_licence(request: Request, workspace: str, package_id: str, versio
         value = form.get(name)
         return value.strip() if isinstance(value, str) else ""
 
+    kept = {name: field(name) for name in LICENCE_FIELDS}
     affirmed = {c for c in Clause if field(f"affirm_{c.value}") == "yes"}
-    with _member(request, workspace) as (s, p):
-        licences.sign_licence(
-            p,
-            package_id,
-            version,
-            licensed_entity=_required(field("licensed_entity"), "licensed entity"),
-            signer_name=_required(field("signer_name"), "signer name"),
-            signer_title=_required(field("signer_title"), "signer title"),
-            authority_statement=_required(field("authority_statement"), "authority statement"),
-            affirmed=affirmed,
-            terms_sha256=field("terms_sha256"),
-            ip=_client(request),
-            user_agent=request.headers.get("user-agent", ""),
-            session=s,
-        )
     quote_id = field("quote_id")
+    with _member(request, workspace) as (s, p):
+        try:
+            with s.begin_nested():
+                _sign(request, s, p, package_id, version, kept, affirmed, field("terms_sha256"))
+        except Error as exc:
+            terms = licences.terms_for(package_id, version, session=s)
+            return _refused(
+                request,
+                "store/licence.html",
+                exc,
+                ws=p,
+                terms=terms,
+                quote_id=int(quote_id) if quote_id.isdigit() else 0,
+                kept=kept,
+                affirmed=affirmed,
+            )
     if quote_id.isdigit() and quote_id != "0":
         return _to(f"/w/{quote(workspace)}/quotes/{quote_id}")
     return _to(f"/w/{quote(workspace)}")
 
 
-def _required(value: str, what: str) -> str:
-    if not value:
-        raise UsageError(f"the {what} is required", hint="fill in every field of the form")
-    return value
+def _sign(
+    request: Request,
+    s: Session,
+    p: Principal,
+    package_id: str,
+    version: str,
+    kept: dict[str, str],
+    affirmed: set[Clause],
+    terms_sha256: str,
+) -> None:
+    missing = [f"the {name.replace('_', ' ')}" for name, value in kept.items() if not value]
+    missing += [f"the '{c.value}' affirmation" for c in Clause if c not in affirmed]
+    if missing:
+        raise UsageError(
+            f"the licence is not signed: {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} missing",
+            hint="fill in every field and tick each clause; what you entered is kept",
+        )
+    licences.sign_licence(
+        p,
+        package_id,
+        version,
+        affirmed=affirmed,
+        terms_sha256=terms_sha256,
+        ip=_client(request),
+        user_agent=request.headers.get("user-agent", ""),
+        session=s,
+        **kept,
+    )
