@@ -33,7 +33,9 @@ def _origin(request: Request) -> str:
 @router.get("/keys", response_class=HTMLResponse)
 def keys_page(request: Request) -> HTMLResponse:
     """The key ids, what each signs for, the PEM, and how to fetch the trust file."""
-    body = render("keys/keys.html", keys=[store_key(_store(request))], origin=_origin(request))
+    body = render(
+        "keys/keys.html", keys=[store_key(_store(request))], origin=_origin(request), live=True
+    )
     return HTMLResponse(body, headers=NO_CACHE)
 
 
