@@ -29,7 +29,7 @@ def test_the_default_store_is_sqlite_under_home_in_wal_mode_with_foreign_keys(
         with store.engine.connect() as conn:
             assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
             assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0005"
+            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0006"
     finally:
         store.engine.dispose()
 
