@@ -47,12 +47,12 @@ def test_a_partial_refund_is_partial_and_keeps_the_entitlement(shop: Session) ->
     assert [p["amount_cents"] for p in amounts if "amount_cents" in p] == [1000, 3999]
 
 
-@pytest.mark.parametrize("amount", [5000, 0, -1], ids=["above-the-sale", "zero", "negative"])
-def test_a_refund_of_more_than_is_left_or_of_nothing_is_refused(shop: Session, amount: int) -> None:
+def test_a_refund_of_more_than_is_left_or_of_nothing_is_refused(shop: Session) -> None:
     order = _buy(shop, member(shop, "acme"), "test-priced", "1.0.0", "k1")
-    with pytest.raises(StoreConflictError, match="4999 of its 4999 are left") as info:
-        refund_order(order.id, "x", amount_cents=amount, session=shop)
-    assert info.value.hint
+    for amount in (5000, 0, -1):
+        with pytest.raises(StoreConflictError, match="4999 of its 4999 are left") as info:
+            refund_order(order.id, "x", amount_cents=amount, session=shop)
+        assert info.value.hint
     assert shop.scalar(select(func.count(Refund.id))) == 0
 
 
@@ -85,13 +85,14 @@ def test_a_provider_refund_brings_the_total_up_to_what_the_provider_reports(
     assert _revenue(shop) == 0
 
 
-@pytest.mark.parametrize(("total", "currency"), [(5000, "usd"), (4999, "eur")])
 def test_a_provider_refund_above_the_sale_or_in_another_currency_is_refused(
-    shop: Session, total: int, currency: str
+    shop: Session,
 ) -> None:
     order = _buy(shop, member(shop, "acme"), "test-priced", "1.0.0", "k1")
-    with pytest.raises(StoreConflictError, match=f"reports {total} {currency} refunded"):
-        apply_provider_refund(order.id, total, currency, "evt_a", session=shop)
+    for total, currency in ((5000, "usd"), (4999, "eur")):
+        with pytest.raises(StoreConflictError, match=f"reports {total} {currency} refunded"):
+            apply_provider_refund(order.id, total, currency, "evt_a", session=shop)
+    assert apply_provider_refund(order.id, 0, "usd", "evt_b", session=shop) is None
 
 
 # The database's own refusals: raw SQL, bypassing the functions above.
