@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -49,6 +50,20 @@ def test_docs_embed_the_generated_schema_diagram() -> None:
     assert mermaid() in (ROOT / "docs" / "store.md").read_text(), (
         "regenerate the diagram in docs/store.md"
     )
+
+
+def test_every_test_the_invariants_table_names_exists() -> None:
+    """docs/store.md names, for each invariant, the test that proves it: each must exist."""
+    text_ = (ROOT / "docs" / "store.md").read_text()
+    table = text_[text_.index("## Invariants") : text_.index("The hypothesis state machine")]
+    named = re.findall(r"`(tests/[\w/]+\.py)::(test_\w+)`", table)
+    assert len(named) > 30
+    missing = [
+        f"{path}::{name}"
+        for path, name in named
+        if not re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M)
+    ]
+    assert missing == []
 
 
 def test_a_snapshot_reads_while_a_writer_holds_the_store(tmp_path: Path) -> None:
