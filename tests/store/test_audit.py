@@ -13,6 +13,7 @@ from servekit.store import ledger
 from servekit.store.audit import audit
 from servekit.store.checkout import refund_order
 from servekit.store.licences import erase_personal_data
+from servekit.store.models import OrderKind
 from servekit.store.publishing import get_version
 from tests.store.conftest import Packages, member, publish_one
 from tests.store.test_checkout import _buy
@@ -155,6 +156,10 @@ def test_refunds_partial_full_and_free_pass_the_audit(sold: tuple[Session, int, 
     refund_order(priced, "asked", session=db)
     refund_order(free, "asked", session=db)
     assert audit(session=db).ok
+    third = _buy(db, member(db, "third"), "test-priced", "1.0.0", "k").entitlement_id
+    revoke = "UPDATE entitlements SET revoked_at = CURRENT_TIMESTAMP, revoke_reason = :r"
+    db.execute(text(revoke + " WHERE id = :e"), {"r": "licence breach", "e": third})
+    assert audit(session=db).ok  # an operator's revocation with a recorded reason
 
 
 def _refunded_twice_in_full(db: Session, priced: int, free: int) -> None:
@@ -217,6 +222,17 @@ def _downloaded_without_a_signature(db: Session, priced: int, free: int) -> None
     )
 
 
+def _order_of_another_kind(db: Session, priced: int, free: int) -> None:
+    db.execute(text("UPDATE orders SET kind = 'subscription' WHERE id = :o"), {"o": priced})
+
+
+def _subscription_without_its_row(db: Session, priced: int, free: int) -> None:
+    order = _buy(db, member(db, "subs"), "test-priced", None, "s", OrderKind.SUBSCRIPTION)
+    db.execute(
+        text("DELETE FROM subscriptions WHERE entitlement_id = :e"), {"e": order.entitlement_id}
+    )
+
+
 def _revoked_without_a_reason(db: Session, priced: int, free: int) -> None:
     db.execute(
         text("UPDATE entitlements SET revoked_at = CURRENT_TIMESTAMP WHERE order_id = :o"),
@@ -236,6 +252,8 @@ def _revoked_without_a_reason(db: Session, priced: int, free: int) -> None:
         (_licensed_without_a_signature, "requires a licence, without a signature"),
         (_downloaded_without_a_signature, "requires a licence, without a signature"),
         (_revoked_without_a_reason, "revoked without a full refund of its order"),
+        (_order_of_another_kind, "is for another workspace, version or kind"),
+        (_subscription_without_its_row, "a subscription entitlement without its subscription"),
     ],
     ids=lambda v: getattr(v, "__name__", "")[1:] or None,
 )
