@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from servekit.errors import StoreConflictError
+from servekit.errors import StoreConflictError, StoreNotFoundError
 from servekit.store import ledger
 from servekit.store.checkout import apply_provider_refund, refund_order
 from servekit.store.entitlements import list_entitlements
@@ -61,6 +61,8 @@ def test_a_refunded_order_is_not_refunded_again(shop: Session) -> None:
     refund_order(order.id, "x", session=shop)
     with pytest.raises(StoreConflictError, match="already refunded"):
         refund_order(order.id, "again", session=shop)
+    with pytest.raises(StoreNotFoundError, match="no order 999999"):
+        refund_order(999999, "none such", session=shop)
     assert _revenue(shop) == 0
 
 

@@ -14,6 +14,10 @@ Nothing is charged before confirm. Confirm, step by step (one transaction):
      database refuses a licensed one without its signature), the subscription for
      maintenance and an outbox message: one INSERT on PostgreSQL, one per table on
      SQLite; then seal the entry (the database refuses it unless it balances).
+
+Refunds lock the order row, record each refund (and its reversal entry) once, never more
+than is left of the order, and revoke the entitlement only with the refund that completes
+the order's (:func:`refund_order`, :func:`apply_provider_refund`; docs/store.md, Refunds).
 """
 
 from __future__ import annotations
