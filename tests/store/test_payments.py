@@ -225,6 +225,11 @@ def test_a_refund_event_without_an_amount_is_refused(paid: tuple[Session, str]) 
     )
     assert result.action.startswith("refused: the charge has no amount_refunded")
     assert all(o.status is OrderStatus.PAID for o in _orders(db))
+    for n, data in enumerate(({}, None), start=2):
+        event = dict(_refund_event(f"evt_{n}", intent), data=data)
+        result = handle_stripe_webhook(*_signed(event), SECRET, session=db)
+        assert result.action == "refused: the event carries no charge"
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
 
 
 def test_a_partial_refund_event_refunds_that_much(paid: tuple[Session, str]) -> None:

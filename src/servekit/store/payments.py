@@ -224,8 +224,13 @@ def handle_stripe_webhook(
     if not _first_delivery(event_id, kind, session):
         return WebhookResult(event_id=event_id, type=kind, duplicate=True, action="none")
     action = "recorded"
+    charge = event.get("data", {}).get("object") if isinstance(event.get("data"), dict) else None
     if kind == "charge.refunded":
-        action = _charge_refunded(event_id, event["data"]["object"], session)
+        action = (
+            _charge_refunded(event_id, charge, session)
+            if isinstance(charge, dict)
+            else "refused: the event carries no charge"
+        )
     return WebhookResult(event_id=event_id, type=kind, duplicate=False, action=action)
 
 
