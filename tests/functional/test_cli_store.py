@@ -176,3 +176,26 @@ def test_renew_due_renews_a_subscription_whose_period_ended(
     assert code == 0 and "0 subscription(s) handled" in out
     code, out = run(capsys, "store", "audit")
     assert code == 0 and "audit ok" in out
+
+
+def test_store_refund_refunds_part_then_the_rest_once(
+    env: Path, packages: Packages, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = open_store(load_settings())
+    with store.transaction() as s:
+        publish_one(packages.priced, key, store.kits_dir, s)
+        who = member(s, "acme")
+        quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
+        order = confirm(who, quote.id, "k", provider=SandboxProvider(), session=s).id
+    store.engine.dispose()
+    refund = ("store", "refund", str(order), "--reason", "goodwill")
+    code, out = run(capsys, *refund, "--amount-cents", "1000")
+    assert code == 0 and "$10.00 of $49.99" in out and "entitlement kept" in out, out
+    code, out = run(capsys, *refund, "--amount-cents", "4000")
+    assert code == 32 and "3999 of its 4999 are left" in out, out
+    code, out = run(capsys, *refund)
+    assert code == 0 and "$49.99 of $49.99" in out and "entitlement revoked" in out, out
+    code, out = run(capsys, *refund)
+    assert code == 32 and "already refunded" in out, out
+    code, out = run(capsys, "store", "audit")
+    assert code == 0 and "audit ok" in out, out

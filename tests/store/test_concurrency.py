@@ -21,8 +21,10 @@ from servekit.store.models import (
     JournalEntry,
     Order,
     OrderKind,
+    OrderStatus,
     OutboxMessage,
     Posting,
+    Refund,
     Subscription,
 )
 from servekit.store.payments import SandboxProvider
@@ -174,3 +176,83 @@ def test_a_fault_after_any_statement_of_confirm_leaves_nothing(
     after_counts = _counts(fresh_store)
     assert after_counts["orders"] == before["orders"] + 1
     assert after_counts["postings"] == before["postings"] + 2
+
+
+def _refund_worker(url: str, home: str, job: tuple[str, str], gate: Any, out: Any) -> None:
+    """One process: a Stripe delivery through the store, as the web route makes it, or
+    ``servekit store refund`` through the operator function; reports what happened."""
+    from servekit.config import load_settings
+    from servekit.store import operator
+    from servekit.store.db import make_engine
+    from servekit.store.payments import handle_stripe_webhook
+    from tests.store.test_payments import SECRET, _refund_event, _signed
+
+    kind, arg = job
+    store = Store(engine=make_engine(url), home=Path(home))
+    gate.wait()
+    try:
+        if kind == "refund":
+            settings = load_settings({"SERVEKIT_DATABASE_URL": url, "SERVEKIT_HOME": home})
+            done = operator.refund(settings, int(arg), "operator")
+            out.put((job, "ok", done.status.value))
+        else:
+            payment, event_id = arg.split("/")
+            with store.transaction() as s:
+                res = handle_stripe_webhook(
+                    *_signed(_refund_event(event_id, payment)), SECRET, session=s
+                )
+            out.put((job, "ok", "duplicate" if res.duplicate else res.action))
+    except Exception as exc:  # reported to the parent, which asserts on it
+        out.put((job, type(exc).__name__, str(exc)))
+    finally:
+        store.engine.dispose()
+
+
+def test_refunds_racing_in_several_processes_reverse_one_payment_once(
+    fresh_store: Store, packages: Packages, key: Path
+) -> None:
+    """Provider events (two of them the same event, delivered twice) and an operator's
+    ``store refund`` at one payment, each in its own process behind a barrier: one
+    reversal, one refund row, the duplicate answered as a duplicate, nothing fails but
+    the operator's "already refunded"."""
+    import multiprocessing
+
+    from tests.store.test_payments import StripeLikeProvider
+
+    who = _setup(fresh_store, packages, key, packages.priced)
+    ctx = multiprocessing.get_context("fork")
+    for rnd in range(2):
+        with fresh_store.transaction() as s:
+            quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
+            order = confirm(who, quote.id, f"r{rnd}", provider=StripeLikeProvider(), session=s)
+        ref = order.payment_ref
+        jobs = [
+            ("event", f"{ref}/evt_{rnd}_a"),
+            ("event", f"{ref}/evt_{rnd}_a"),
+            ("event", f"{ref}/evt_{rnd}_b"),
+            ("refund", str(order.id)),
+        ]
+        fresh_store.engine.dispose()  # the children open their own connections
+        gate, out = ctx.Barrier(len(jobs)), ctx.Queue()
+        url = fresh_store.engine.url.render_as_string(hide_password=False)
+        procs = [
+            ctx.Process(target=_refund_worker, args=(url, str(fresh_store.home), j, gate, out))
+            for j in jobs
+        ]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=120) for _ in jobs]
+        for p in procs:
+            p.join(timeout=60)
+        failed = [r for r in results if r[1] != "ok"]
+        assert all(r[1] == "StoreConflictError" and "already" in r[2] for r in failed), results
+        assert [r[2] for r in results if r[0][1].endswith("_a")].count("duplicate") == 1, results
+        with fresh_store.transaction() as s:
+            reversals = s.scalar(
+                select(func.count(JournalEntry.id)).where(
+                    JournalEntry.order_id == order.id, JournalEntry.memo.like("refund %")
+                )
+            )
+            refunds = s.scalar(select(func.count(Refund.id)).where(Refund.order_id == order.id))
+            status = s.scalar(select(Order.status).where(Order.id == order.id))
+        assert (reversals, refunds, status) == (1, 1, OrderStatus.REFUNDED), results

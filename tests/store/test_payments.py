@@ -15,6 +15,7 @@ from servekit.config import load_settings
 from servekit.errors import UsageError, WebhookSignatureError
 from servekit.store import ledger
 from servekit.store.checkout import confirm, create_quote, refund_order
+from servekit.store.entitlements import list_entitlements
 from servekit.store.models import Order, OrderKind, OrderStatus
 from servekit.store.payments import (
     SandboxProvider,
@@ -55,12 +56,23 @@ def _signed(event: dict[str, object], secret: str = SECRET) -> tuple[bytes, str]
     )
 
 
-def _refund_event(event_id: str, payment_intent: str) -> dict[str, object]:
+def _refund_event(
+    event_id: str, payment_intent: str | None, refunded: int | None = 4999
+) -> dict[str, object]:
+    """A ``charge.refunded`` event as Stripe sends it: ``amount_refunded`` is cumulative."""
+    charge: dict[str, object] = {
+        "id": "ch_1",
+        "object": "charge",
+        "payment_intent": payment_intent,
+        "amount": 4999,
+        "amount_refunded": refunded,
+        "currency": "usd",
+    }
     return {
         "id": event_id,
         "object": "event",
         "type": "charge.refunded",
-        "data": {"object": {"id": "ch_1", "object": "charge", "payment_intent": payment_intent}},
+        "data": {"object": charge},
     }
 
 
@@ -147,7 +159,8 @@ def test_a_second_refund_event_for_a_refunded_order_changes_nothing(
     handle_stripe_webhook(*_signed(_refund_event("evt_1", intent)), SECRET, session=db)
     balances = ledger.balances(session=db)
     second = handle_stripe_webhook(*_signed(_refund_event("evt_2", intent)), SECRET, session=db)
-    assert second.action == "recorded" and ledger.balances(session=db) == balances
+    assert second.action.endswith("already refunded 4999 usd")
+    assert ledger.balances(session=db) == balances
 
 
 def test_the_provider_comes_from_the_settings() -> None:
@@ -183,3 +196,60 @@ def test_without_a_webhook_secret_every_event_is_refused(paid: tuple[Session, st
     with pytest.raises(WebhookSignatureError, match="no webhook secret") as info:
         handle_stripe_webhook(*_signed(_refund_event("evt_1", intent)), None, session=db)
     assert info.value.hint == "set SERVEKIT_STRIPE_WEBHOOK_SECRET"
+
+
+def test_a_refund_event_without_a_payment_intent_matches_no_free_order(
+    paid: tuple[Session, str], packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    """Another workspace's free order has no payment reference: a ``null`` one in an event
+    must not find it (the lookup must never become ``IS NULL``)."""
+    db, _ = paid
+    publish_one(packages.free, key, kits_dir, db)
+    other = member(db, "other")
+    quote = create_quote(other, "test-free", "1.0.0", OrderKind.PURCHASE, session=db)
+    free = confirm(other, quote.id, "free", provider=StripeLikeProvider(), session=db)
+    assert free.payment_ref is None
+    for n, ref in enumerate((None, "")):
+        result = handle_stripe_webhook(
+            *_signed(_refund_event(f"evt_{n}", ref, 0)), SECRET, session=db
+        )
+        assert result.action == "refused: the charge names no payment_intent"
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
+    assert not any(e.revoked for e in list_entitlements(other, session=db))
+
+
+def test_a_refund_event_without_an_amount_is_refused(paid: tuple[Session, str]) -> None:
+    db, intent = paid
+    result = handle_stripe_webhook(
+        *_signed(_refund_event("evt_1", intent, None)), SECRET, session=db
+    )
+    assert result.action.startswith("refused: the charge has no amount_refunded")
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
+    for n, data in enumerate(({}, None), start=2):
+        event = dict(_refund_event(f"evt_{n}", intent), data=data)
+        result = handle_stripe_webhook(*_signed(event), SECRET, session=db)
+        assert result.action == "refused: the event carries no charge"
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))
+
+
+def test_a_partial_refund_event_refunds_that_much(paid: tuple[Session, str]) -> None:
+    db, intent = paid
+    first = handle_stripe_webhook(
+        *_signed(_refund_event("evt_1", intent, 1000)), SECRET, session=db
+    )
+    assert first.action.endswith(": 1000 of 4999")
+    (order,) = _orders(db)
+    assert order.status is OrderStatus.PAID
+    revenue = {b.account: b.amount_cents for b in ledger.balances(session=db)}[ledger.REVENUE]
+    assert revenue == -3999
+    handle_stripe_webhook(*_signed(_refund_event("evt_2", intent, 4999)), SECRET, session=db)
+    assert _orders(db)[0].status is OrderStatus.REFUNDED
+
+
+def test_a_refund_event_above_the_sale_is_refused(paid: tuple[Session, str]) -> None:
+    db, intent = paid
+    result = handle_stripe_webhook(
+        *_signed(_refund_event("evt_1", intent, 9999)), SECRET, session=db
+    )
+    assert result.action.startswith("refused: order") and "9999 usd refunded" in result.action
+    assert all(o.status is OrderStatus.PAID for o in _orders(db))

@@ -13,7 +13,7 @@ from servekit.errors import UsageError
 from servekit.seams import output_file, parse_url
 from servekit.store import operator
 from servekit.store.client import download_kit
-from servekit.store.models import Role
+from servekit.store.models import OrderStatus, Role
 
 app = typer.Typer(
     help="The store: publish and retract versions, audit the ledger and licence chain, "
@@ -118,15 +118,25 @@ def refund_command(
     reason: str = typer.Option(
         ..., "--reason", metavar="REASON", help="Why; recorded on the entitlement."
     ),
+    amount_cents: int | None = typer.Option(
+        None,
+        "--amount-cents",
+        metavar="CENTS",
+        help="Refund this much of what is left (a partial refund keeps the entitlement); "
+        "default: all that is left.",
+    ),
     as_json: bool = JSON,
 ) -> None:
-    """Refund an order: revoke its entitlement, reverse its ledger entry, queue the provider refund."""
-    order = operator.refund(load_settings(), order_id, reason)
+    """Refund an order (all, or --amount-cents of it): reverse that much, queue the provider
+    refund, and revoke the entitlement once the order is refunded in full."""
+    order = operator.refund(load_settings(), order_id, reason, amount_cents=amount_cents)
     if as_json:
         print_json(order.model_dump(mode="json"))
         return
+    held = "revoked" if order.status is OrderStatus.REFUNDED else "kept"
     stdout.print(
-        f"refunded order {order.id}: {_dollars(order.amount_cents)} ({plain(order.package_id)})"
+        f"refunded order {order.id}: {_dollars(order.refunded_cents)} of "
+        f"{_dollars(order.amount_cents)} ({plain(order.package_id)}); entitlement {held}"
     )
 
 

@@ -16,6 +16,10 @@ Nothing is charged before confirm. Confirm, step by step (one transaction):
      database refuses a licensed one without its signature), the subscription for
      maintenance and an outbox message: one INSERT on PostgreSQL, one per table on
      SQLite; then seal the entry (the database refuses it unless it balances).
+
+Refunds lock the order row, record each refund (and its reversal entry) once, never more
+than is left of the order, and revoke the entitlement only with the refund that completes
+the order's (:func:`refund_order`, :func:`apply_provider_refund`; docs/store.md, Refunds).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from sqlalchemy import (
     SQLColumnExpression,
     Table,
     bindparam,
+    func,
     select,
 )
 from sqlalchemy.orm import Session
@@ -40,7 +45,6 @@ from sqlalchemy.orm import Session
 from servekit.errors import (
     AlreadyOwnedError,
     IdempotencyConflictError,
-    LicenceRequiredError,
     NotForSaleError,
     StoreConflictError,
     StoreNotFoundError,
@@ -49,7 +53,7 @@ from servekit.receipts.canonical import canonical_json
 from servekit.store import ledger
 from servekit.store.accounts import require_buyer
 from servekit.store.db import Rows, insert_rows, next_id
-from servekit.store.entitlements import downloadable
+from servekit.store.entitlements import downloadable, entitlement_row, licence_gate
 from servekit.store.licences import latest_signature
 from servekit.store.models import (
     Base,
@@ -60,6 +64,7 @@ from servekit.store.models import (
     OutboxMessage,
     PackageVersion,
     Quote,
+    Refund,
     Subscription,
     Workspace,
     utcnow,
@@ -305,6 +310,7 @@ def order_info(order: Order, *, session: Session, entitlement_id: int | None = N
         signature_id=order.signature_id,
         entitlement_id=ent,
         created_at=order.created_at,
+        refunded_cents=refunded_cents(order.id, session=session),
     )
 
 
@@ -440,17 +446,6 @@ def _facts(principal: Principal, quote_id: int, key: str, conn: Connection) -> _
     return None if row is None else _Facts(*row)
 
 
-def _signature(facts: _Facts) -> int | None:
-    if not facts.licence_required:
-        return None
-    if facts.signature_id is None:
-        raise LicenceRequiredError(
-            f"{facts.package_id} {facts.version} requires a signed licence before purchase",
-            hint="read the terms and sign them first (POST .../licence-signatures)",
-        )
-    return facts.signature_id
-
-
 def _check(quote_id: int, facts: _Facts) -> None:
     """Step 3 on the facts read: the quote is open, the version for sale and not held."""
     if facts.expires_at <= utcnow():
@@ -493,7 +488,9 @@ def confirm(
         raise StoreNotFoundError(f"no quote {quote_id}")
     _check(quote_id, facts)  # 3
     _refuse_placeholder(facts.version_id, provider, session)
-    signature_id = _signature(facts)  # 4
+    signature_id = licence_gate(  # 4, before anything is charged
+        facts.package_id, facts.version, facts.licence_required, facts.signature_id
+    )
     payment_ref = None
     if facts.amount_cents > 0:  # 5
         payment_ref = provider.charge(
@@ -554,19 +551,15 @@ def _order_row(
 
 
 def _grant_rows(workspace_id: int, facts: _Facts, order: OrderInfo) -> list[tuple[Table, Rows]]:
-    """Step 6: the entitlement (the database refuses a licensed one without its
-    signature), the subscription for maintenance, and the outbox message."""
+    """Step 6: the entitlement (built by the one gate,
+    :func:`servekit.store.entitlements.entitlement_row`; the database refuses a licensed
+    one without its signature), the subscription for maintenance, and the outbox message."""
     now = order.created_at
-    ent = {
-        "id": order.entitlement_id,
-        "workspace_id": workspace_id,
-        "version_id": facts.version_id,
-        "order_id": order.id,
-        "kind": order.kind,
-        "signature_id": order.signature_id,
-        "created_at": now,
-    }
-    rows: list[tuple[Table, Rows]] = [(ENTITLEMENTS, [ent])]
+    version = (facts.version_id, facts.package_id, facts.version, facts.licence_required)
+    ent = entitlement_row(
+        order.entitlement_id, workspace_id, version, order.id, order.kind, order.signature_id, now
+    )
+    rows: list[tuple[Table, Rows]] = [(ENTITLEMENTS, ent)]
     if order.kind is OrderKind.SUBSCRIPTION:
         sub = {
             "workspace_id": workspace_id,
@@ -586,34 +579,115 @@ def _grant_rows(workspace_id: int, facts: _Facts, order: OrderInfo) -> list[tupl
     return rows
 
 
-def refund_order(
-    order_id: int, reason: str, *, notify_provider: bool = True, session: Session
-) -> OrderInfo:
-    """Refund an order: revoke its entitlement, reverse its sale, queue the provider refund."""
-    order = session.get(Order, order_id)
+def _locked_order(order_id: int, session: Session) -> Order:
+    """The order, its row locked for this transaction (PostgreSQL ``FOR UPDATE``; SQLite's
+    ``BEGIN IMMEDIATE`` already holds the one write lock) and read afresh, so concurrent
+    refunds of one order queue here and each sees what the one before it wrote."""
+    session.flush()
+    order = session.scalars(
+        select(Order)
+        .where(Order.id == order_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one_or_none()
     if order is None:
         raise StoreNotFoundError(f"no order {order_id}")
-    if order.status is OrderStatus.REFUNDED:
-        raise StoreConflictError(f"order {order_id} is already refunded")
-    order.status = OrderStatus.REFUNDED
-    ent = session.scalars(select(Entitlement).where(Entitlement.order_id == order.id)).one()
-    ent.revoked_at = utcnow()
-    ent.revoke_reason = f"refunded: {reason}"
-    if order.amount_cents > 0 and order.provider is not None and order.payment_ref is not None:
-        ledger.reversal(
-            order.id, order.amount_cents, order.currency, order.provider, session=session
+    return order
+
+
+def refunded_cents(order_id: int, *, session: Session) -> int:
+    """What has been refunded of an order so far."""
+    total = session.scalar(
+        select(func.coalesce(func.sum(Refund.amount_cents), 0)).where(Refund.order_id == order_id)
+    )
+    return int(total or 0)
+
+
+def _refund(
+    order: Order, amount: int, reason: str, event_id: str | None, notify: bool, session: Session
+) -> OrderInfo:
+    """Record a refund of ``amount`` (at most what is left, checked by the caller and by the
+    database): its reversal entry, and, when it completes the order's refund, the order
+    marked refunded and its entitlement revoked (the policy: a partial refund revokes
+    nothing). ``notify`` queues the provider refund in the outbox."""
+    full = refunded_cents(order.id, session=session) + amount == order.amount_cents
+    entry_id = None
+    if amount > 0 and order.provider is not None and order.payment_ref is not None:
+        entry_id = ledger.reversal(
+            order.id, amount, order.currency, order.provider, session=session
         )
-        if notify_provider:
-            session.add(
-                OutboxMessage(
-                    topic="provider.refund",
-                    payload={
-                        "provider": order.provider,
-                        "payment_ref": order.payment_ref,
-                        "amount_cents": order.amount_cents,
-                        "key": f"servekit:refund:{order.id}",
-                    },
-                )
-            )
+    row = Refund(
+        order_id=order.id,
+        amount_cents=amount,
+        full_refund=full,
+        provider_event_id=event_id,
+        entry_id=entry_id,
+        reason=reason,
+        created_at=utcnow(),
+    )
+    session.add(row)
+    session.flush()  # the database checks the bound, and the order's refund must exist first
+    if full:
+        order.status = OrderStatus.REFUNDED
+        ent = session.scalars(select(Entitlement).where(Entitlement.order_id == order.id)).one()
+        ent.revoked_at = row.created_at
+        ent.revoke_reason = f"refunded: {reason}"
+    if notify and entry_id is not None:
+        payload = {
+            "provider": order.provider,
+            "payment_ref": order.payment_ref,
+            "amount_cents": amount,
+            "key": f"servekit:refund:{order.id}:{row.id}",
+        }
+        session.add(OutboxMessage(topic="provider.refund", payload=payload))
     session.flush()
     return order_info(order, session=session)
+
+
+def refund_order(
+    order_id: int,
+    reason: str,
+    *,
+    amount_cents: int | None = None,
+    notify_provider: bool = True,
+    session: Session,
+) -> OrderInfo:
+    """Refund what is left of an order, or ``amount_cents`` of it: reverse that much of its
+    sale, queue the provider refund, and revoke the entitlement once it is all refunded.
+
+    The order row is locked first, so a concurrent refund (an operator's, a provider
+    event's) waits and then sees this one.
+    """
+    order = _locked_order(order_id, session)
+    if order.status is OrderStatus.REFUNDED:
+        raise StoreConflictError(f"order {order_id} is already refunded")
+    left = order.amount_cents - refunded_cents(order.id, session=session)
+    amount = left if amount_cents is None else amount_cents
+    if amount > left or amount < 0 or (amount == 0 and left > 0):
+        raise StoreConflictError(
+            f"cannot refund {amount} cents of order {order_id}: "
+            f"{left} of its {order.amount_cents} are left to refund",
+            hint="refund more than 0 and at most what is left",
+        )
+    return _refund(order, amount, reason, None, notify_provider, session)
+
+
+def apply_provider_refund(
+    order_id: int, refunded_total: int, currency: str, event_id: str, *, session: Session
+) -> OrderInfo | None:
+    """Bring an order's refunded total up to ``refunded_total``, the amount the provider
+    reports as refunded of its payment (cumulative, as Stripe's ``amount_refunded``):
+    None when nothing is left to do (a refund we asked for, a reordered event).
+    :class:`StoreConflictError` when the provider reports more than the order was paid or
+    another currency."""
+    order = _locked_order(order_id, session)
+    if currency != order.currency or refunded_total > order.amount_cents:
+        raise StoreConflictError(
+            f"order {order_id} was paid {order.amount_cents} {order.currency}; the provider "
+            f"reports {refunded_total} {currency} refunded",
+            hint="reconcile the payment at the provider by hand",
+        )
+    delta = refunded_total - refunded_cents(order.id, session=session)
+    if delta <= 0:
+        return None
+    return _refund(order, delta, "refunded at the provider", event_id, False, session)

@@ -2,8 +2,9 @@
 
 Rows are storage; services return frozen pydantic results built from them. Every rule the
 database itself enforces (append-only signatures, balanced journal entries, no enterprise
-entitlement without a signature) lives in the migration's triggers
-(``migrations/versions/0001_initial.py``); docs/store.md lists each invariant and its place.
+entitlement or download without a signature, refunds bounded by the sale) lives in the
+migrations' triggers (``migrations/versions/0002_invariants.py``, ``0006_one_gate.py``);
+docs/store.md lists each invariant and its place.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    CheckConstraint,
     DateTime,
     Dialect,
     Enum,
@@ -274,6 +276,35 @@ class Posting(Base):
     account: Mapped[str] = mapped_column(String(200))
     currency: Mapped[str] = mapped_column(String(3))
     amount_cents: Mapped[int] = mapped_column(BigInteger)
+
+
+class Refund(Base):
+    """A reversal of all or part of an order, recorded once per provider event.
+
+    The database refuses a refund that would take the order's refunded total above its
+    amount, a second refund that closes the order (``full_refund``), and any change to a
+    refund row (``0006_one_gate``).
+    """
+
+    __tablename__ = "refunds"
+    __table_args__ = (
+        Index(
+            "uq_refunds_one_full",
+            "order_id",
+            unique=True,
+            sqlite_where=text("full_refund = 1"),
+            postgresql_where=text("full_refund"),
+        ),
+        CheckConstraint("amount_cents >= 0", name="ck_refunds_amount"),
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    order_id: Mapped[int] = mapped_column(ForeignKey("orders.id"), index=True)
+    amount_cents: Mapped[int] = mapped_column(BigInteger)
+    full_refund: Mapped[bool] = mapped_column(Boolean)
+    provider_event_id: Mapped[str | None] = mapped_column(String(200), unique=True)
+    entry_id: Mapped[int | None] = mapped_column(ForeignKey("journal_entries.id"), unique=True)
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Entitlement(Base):

@@ -70,9 +70,12 @@ def audit_store(settings: Settings) -> AuditReport:
     return report
 
 
-def refund(settings: Settings, order_id: int, reason: str) -> OrderInfo:
+def refund(
+    settings: Settings, order_id: int, reason: str, *, amount_cents: int | None = None
+) -> OrderInfo:
+    """Refund all that is left of an order, or ``amount_cents`` of it."""
     with _open(settings).transaction() as s:
-        return checkout.refund_order(order_id, reason, session=s)
+        return checkout.refund_order(order_id, reason, amount_cents=amount_cents, session=s)
 
 
 def add_user(settings: Settings, email: str, password: str) -> int:

@@ -16,14 +16,16 @@ from typing import Any, Protocol
 
 import stripe
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 from stripe.params import PaymentIntentCreateParams
 
 from servekit.config import Settings
-from servekit.errors import PaymentError, UsageError, WebhookSignatureError
-from servekit.store.checkout import refund_order
+from servekit.errors import PaymentError, StoreConflictError, UsageError, WebhookSignatureError
+from servekit.store.checkout import apply_provider_refund
 from servekit.store.models import Order as OrderRow
-from servekit.store.models import OrderStatus, OutboxMessage, WebhookEvent, utcnow
+from servekit.store.models import OutboxMessage, WebhookEvent, utcnow
 from servekit.store.results import Result
 
 log = logging.getLogger(__name__)
@@ -166,23 +168,69 @@ def _event(payload: bytes, signature: str | None, secret: str | None) -> dict[st
     return data
 
 
+def _first_delivery(event_id: str, kind: str, session: Session) -> bool:
+    """Record the event id; False when it is recorded already. A concurrent delivery of the
+    same event waits on the insert (PostgreSQL: the unique key; SQLite: the one writer)
+    and then finds it there, so a duplicate is answered as one, never as a failure."""
+    conn = session.connection()
+    values = {"event_id": event_id, "provider": "stripe", "type": kind, "received_at": utcnow()}
+    insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    stmt = (
+        insert(WebhookEvent)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=["event_id"])
+        .returning(WebhookEvent.event_id)
+    )
+    return conn.execute(stmt).first() is not None
+
+
+def _charge_refunded(event_id: str, charge: dict[str, Any], session: Session) -> str:
+    """Apply a ``charge.refunded`` event to the order paid by exactly its payment intent.
+
+    The charge's ``amount_refunded`` is cumulative: the order's refunded total is brought
+    up to it, so a partial refund stays partial and a refund we asked for (or a replay
+    under another event id) adds nothing. An event without a payment intent or an amount
+    matches nothing and is only recorded.
+    """
+    ref, total, currency = (
+        charge.get("payment_intent"),
+        charge.get("amount_refunded"),
+        charge.get("currency"),
+    )
+    if not isinstance(ref, str) or not ref:
+        return "refused: the charge names no payment_intent"
+    if type(total) is not int or total < 0 or not isinstance(currency, str):
+        return "refused: the charge has no amount_refunded and currency"
+    order_id = session.scalar(
+        select(OrderRow.id).where(OrderRow.provider == "stripe", OrderRow.payment_ref == ref)
+    )
+    if order_id is None:
+        return "recorded"
+    try:
+        done = apply_provider_refund(order_id, total, currency, event_id, session=session)
+    except StoreConflictError as exc:
+        return f"refused: {exc.message}"
+    if done is None:
+        return f"order {order_id} already refunded {total} {currency}"
+    return f"refunded order {order_id}: {done.refunded_cents} of {done.amount_cents}"
+
+
 def handle_stripe_webhook(
     payload: bytes, signature: str | None, secret: str | None, *, session: Session
 ) -> WebhookResult:
     """Verify and apply one Stripe event, once: the event id is recorded with its effect."""
     event = _event(payload, signature, secret)
     event_id, kind = str(event["id"]), str(event["type"])
-    if session.get(WebhookEvent, event_id) is not None:
+    if not _first_delivery(event_id, kind, session):
         return WebhookResult(event_id=event_id, type=kind, duplicate=True, action="none")
-    session.add(WebhookEvent(event_id=event_id, provider="stripe", type=kind))
-    session.flush()
     action = "recorded"
+    charge = event.get("data", {}).get("object") if isinstance(event.get("data"), dict) else None
     if kind == "charge.refunded":
-        ref = event["data"]["object"].get("payment_intent")
-        order = session.scalar(select(OrderRow).where(OrderRow.payment_ref == ref))
-        if order is not None and order.status is OrderStatus.PAID:
-            refund_order(order.id, "refunded at Stripe", notify_provider=False, session=session)
-            action = f"refunded order {order.id}"
+        action = (
+            _charge_refunded(event_id, charge, session)
+            if isinstance(charge, dict)
+            else "refused: the event carries no charge"
+        )
     return WebhookResult(event_id=event_id, type=kind, duplicate=False, action=action)
 
 

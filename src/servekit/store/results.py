@@ -112,6 +112,7 @@ class OrderInfo(Result):
     signature_id: int | None
     entitlement_id: int
     created_at: dt.datetime
+    refunded_cents: int = 0  # refunds so far; status turns refunded once it is all
 
 
 class EntitlementInfo(Result):
@@ -126,6 +127,8 @@ class EntitlementInfo(Result):
     period_end: dt.datetime | None = None
     cancel_at_period_end: bool = False
     downloadable: tuple[str, ...] = ()
+    # versions a subscription would deliver once the workspace signs their licence
+    sign_to_receive: tuple[str, ...] = ()
 
 
 class KitDownload(Result):
