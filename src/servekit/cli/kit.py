@@ -74,7 +74,7 @@ def unpack_command(
     parent must exist (exit 2).
     """
     wanted = Expectation.parse(expect) if expect is not None else None
-    with output_dir(directory, force=False, option="DIR"):  # no parent made, none left empty
+    with output_dir(directory, force=None, option="DIR"):  # no --force, no parent made
         result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)
     if as_json:
         print_json({**result.as_dict(), "unpacked_to": str(directory)})

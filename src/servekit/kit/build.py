@@ -7,7 +7,8 @@ Steps:
   3. render the deploy files from the package (compose, Kubernetes, launch.sh) and
      validate compose.yaml against the Compose Specification;
   4. copy package.yaml, evidence, licences, the build recipe and the model pin, and
-     render the model notice, the build notes and README.md;
+     render the model notice, the build notes and README.md; refuse a README that names
+     a kit path the kit does not hold (a buyer has only the kit);
   5. write MANIFEST; its sha256 is the kit's content digest;
   6. build the in-toto statement and sign it into receipt.dsse.json;
   7. write the deterministic ``.tar.gz``.
@@ -27,7 +28,7 @@ from servekit.kit.compose import render_compose
 from servekit.kit.k8s import render_k8s
 from servekit.kit.launch import render_launch
 from servekit.kit.notices import BUILD_NOTES, MODEL_NOTICE, render_build_notes, render_model_notice
-from servekit.kit.readme import render_readme
+from servekit.kit.readme import missing_paths, render_readme
 from servekit.kit.sources import copy_sources
 from servekit.kit.validate import validate_compose
 from servekit.package import CheckReport, check, enforce, load_package
@@ -89,7 +90,23 @@ def _content(loaded: LoadedPackage, report: CheckReport, key_id: str) -> dict[st
     files[MODEL_NOTICE] = render_model_notice(package)
     files[BUILD_NOTES] = render_build_notes(package)
     files[README_FILE] = render_readme(package, report, key_id)
+    _check_readme_paths(files)
     return files
+
+
+def _check_readme_paths(files: dict[str, bytes]) -> None:
+    """Refuse a README that sends the buyer to a file the kit does not hold (step 4).
+
+    MANIFEST and the receipt are written after the README; they count as held.
+    """
+    held = set(files) | {MANIFEST_FILE, RECEIPT_FILE}
+    missing = missing_paths(files[README_FILE].decode("utf-8"), held)
+    if missing:
+        raise PackageError(
+            f"the kit's {README_FILE} names {', '.join(missing)}, which the kit does not hold",
+            hint="the text comes from package.yaml (summary, workloads, disclosures): name only "
+            "files the kit carries (docs/kit.md lists them), or say where else to get the file",
+        )
 
 
 def _serve_record(package: Package) -> ServeRecord:
