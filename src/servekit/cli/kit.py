@@ -7,13 +7,10 @@ from pathlib import Path
 
 import typer
 
-from servekit.cli.output import plain, print_json, stdout
-from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
-from servekit.kit.build import build_kit, write_kit
-from servekit.receipts.keys import load_trust_store
-from servekit.seams import output_dir, output_file
-from servekit.verify.expect import Expectation
-from servekit.verify.kit import unpack_kit
+from servekit.cli.choices import EXPECT_HELP, TRUST_HELP
+
+# The library is imported inside each command: `kit --help` and an argument error load
+# none of it (docs/performance.md, tests/cli/test_startup.py).
 
 app = typer.Typer(
     help="Build a kit: deploy files written flag for flag from the package, evidence, "
@@ -46,6 +43,10 @@ def build_command(
     (exit 3). The same package, key and --signed-at always give a byte-identical archive.
     docs/kit.md describes the layout.
     """
+    from servekit.cli.output import plain, print_json, stdout
+    from servekit.kit.build import build_kit, write_kit
+    from servekit.seams import output_file
+
     output_file(out, force=force)
     kit = build_kit(package_dir, key, signed_at=signed_at)
     write_kit(kit, out)
@@ -73,6 +74,13 @@ def unpack_command(
     the exit codes are those of `servekit verify kit`. DIR must be new or empty, and its
     parent must exist (exit 2).
     """
+    from servekit.cli.output import plain, print_json, stdout
+    from servekit.cli.verify_kit import render_identity
+    from servekit.receipts.keys import load_trust_store
+    from servekit.seams import output_dir
+    from servekit.verify.expect import Expectation
+    from servekit.verify.kit import unpack_kit
+
     wanted = Expectation.parse(expect) if expect is not None else None
     with output_dir(directory, force=None, option="DIR"):  # no --force, no parent made
         result = unpack_kit(kit, load_trust_store(trust), directory, expect=wanted)

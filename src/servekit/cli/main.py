@@ -180,10 +180,9 @@ def _root(
 ) -> None:
     """Global options apply to every command."""
     from servekit import progress
-    from servekit.config import load_settings
 
     _state["verbose"] = verbose
-    progress.set_enabled(not quiet and load_settings().progress)
+    progress.set_enabled(False if quiet else None)  # the settings decide at the first bar
 
 
 def _render(exc: Error, *, as_json: bool) -> int:
@@ -229,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     Exit 1 is left for bugs only: a servekit error exits with its class's code, a usage
     error with 2, an interrupt with 130 (docs/errors.md).
     """
+    from servekit.cli.coerce import install
+
+    install()  # plain values without pydantic: fast --help and argument errors
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     if "servekit.cli.output" in sys.modules:
