@@ -35,6 +35,8 @@ def render(result: KitVerification) -> None:
     render_identity(result)
     stdout.print(f"[green]✓ verified[/] {plain(result.source)}")
     stdout.print(f"  signed by:  {result.key_id}")
+    if result.signed_at is not None:
+        stdout.print(f"  signed at:  {result.signed_at:%Y-%m-%dT%H:%M:%SZ}")
     stdout.print(f"  kit digest: sha256:{result.kit_digest} ({result.files} files)")
     stdout.print(f"  model:      {plain(result.model)}")
     stdout.print(f"  evidence:   {len(result.evidence)} file(s) bound to the receipt")

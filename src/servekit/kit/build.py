@@ -17,6 +17,7 @@ Steps:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,12 +62,14 @@ class BuiltKit:
     kit_digest: str
     files: tuple[KitFile, ...]
     archive: bytes
+    signed_at: dt.datetime
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "package": self.package_id,
             "version": self.version,
             "key_id": self.key_id,
+            "signed_at": self.signed_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "kit_digest": f"sha256:{self.kit_digest}",
             "archive_sha256": sha256_hex(self.archive),
             "archive_bytes": len(self.archive),
@@ -150,6 +153,32 @@ def _check_env(package: Package) -> None:
         )
 
 
+SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
+"""The reproducible-builds variable (reproducible-builds.org/specs/source-date-epoch):
+seconds since 1970-01-01 UTC, used as the signing time when set."""
+
+
+def source_date_epoch(environ: Mapping[str, str]) -> dt.datetime | None:
+    """The time ``SOURCE_DATE_EPOCH`` names in ``environ``, or None when it is unset or empty.
+
+    A value that is not a whole, non-negative number of seconds is refused rather than
+    replaced by the clock: a rebuild that silently took the clock would not reproduce.
+    """
+    raw = environ.get(SOURCE_DATE_EPOCH, "")
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isdigit():
+        raise UsageError(
+            f"{SOURCE_DATE_EPOCH} must be a whole number of seconds since 1970-01-01 UTC "
+            f"(got {raw!r})",
+            hint=f"e.g. {SOURCE_DATE_EPOCH}=1764547200, or unset it to sign at the current time",
+        )
+    try:
+        return dt.datetime.fromtimestamp(int(raw), dt.UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise UsageError(f"{SOURCE_DATE_EPOCH}={raw} is not a time servekit can record") from exc
+
+
 def signing_time(signed_at: dt.datetime | None = None) -> dt.datetime:
     """The receipt's signing time: ``signed_at`` (timezone-aware) or now, UTC, whole seconds."""
     when = signed_at or dt.datetime.now(dt.UTC)
@@ -195,6 +224,7 @@ def build_kit(
         kit_digest=kit_digest(files[MANIFEST_FILE]),
         files=kit_files,
         archive=write_archive(kit_files, kit_mtime(loaded.package)),  # 7
+        signed_at=when,
     )
 
 
