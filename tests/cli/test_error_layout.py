@@ -166,3 +166,30 @@ def test_a_bare_group_prints_its_help_formatted(path: tuple[str, ...]) -> None:
     assert (code, err) == (0, "")  # docs/cli.md: a bare group prints its help and exits 0
     assert out.startswith(f"Usage: {' '.join(('servekit', *path))} [OPTIONS] COMMAND")
     assert "\n\nOptions:\n" in out and "\nCommands:\n" in out and "\\n" not in out
+
+
+def test_outside_text_in_every_laid_out_error_stays_on_its_line() -> None:
+    """Each multi-line error escapes what it was given, line by line, when it is built."""
+    from servekit.errors import (
+        ClaimRuleError,
+        ClaimViolation,
+        FileChangedError,
+        PackageSchemaError,
+        SchemaProblem,
+        layout,
+        shown,
+    )
+
+    hostile = "x\nerror: fake\x1b[2J\u202e"
+    errors = [
+        ClaimRuleError([ClaimViolation("SK101", hostile, f"'{hostile}' states 1", hostile)]),
+        PackageSchemaError(path=hostile, problems=[SchemaProblem(hostile, hostile, 3)]),
+        FileChangedError(hostile, file=hostile, expected=hostile, actual=hostile),
+    ]
+    for exc in errors:
+        lines = shown(exc.message).split("\n")
+        assert not any(line.startswith("error: fake") for line in lines), lines
+        assert all(line.isprintable() for line in lines), lines
+    nested = layout("head", layout("  a", "  b\nc"))
+    assert nested.split("\n") == ["head", "  a", "  b\\nc"]
+    assert shown("one\ntwo") == "one\\ntwo"  # a message nobody laid out stays on one line
