@@ -112,9 +112,6 @@ for argv in {argvs!r}:
         main(argv)
 print(" ".join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))
 """
-# cli/feed.py (the feed group) is another branch's to make lazy; until then it loads its
-# library with its --help
-NOT_YET_LAZY = {"feed"}
 
 
 def _group_argvs(name: str) -> list[list[str]]:
@@ -135,7 +132,7 @@ def _group_argvs(name: str) -> list[list[str]]:
     return argvs
 
 
-@pytest.mark.parametrize("name", sorted(set(COMMANDS) - NOT_YET_LAZY))
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_help_and_argument_errors_load_no_library_not_even_pydantic(name: str) -> None:
     """Every --help and argument error of the group, in one process: none of them loads
     pydantic (typer's converters are bypassed for plain values: servekit.cli.coerce),
