@@ -37,6 +37,7 @@ IN_CODE = re.compile(r"(?:^|(?<=\$ )|(?<=&& )|(?<=\| )|(?<=; )|(?<=\())servekit(
 IN_PROSE = re.compile(r"(?<![\w/.$-])servekit(?= )")
 STOP = re.compile(r"[`'\"<>|;)&#]|\s\\?\s*$")  # where a shown command ends
 ELLIPSIS = {"...", "…"}
+ENV_PREFIX = re.compile(r"\b[A-Z][A-Z0-9_]*=(?:\$\([^)\n]*\)|\S*)\s+(?=servekit )")
 
 
 def _tokens(text: str) -> list[str]:
@@ -89,6 +90,7 @@ def _options(command: Any) -> set[str]:
 
 def shown(text: str, *, strict: bool) -> Iterator[tuple[str, str | None]]:
     """(command as shown, its problem) for each `servekit` command in ``text``."""
+    text = ENV_PREFIX.sub("", text)  # `VAR=value servekit ...` runs servekit
     for match in (IN_CODE if strict else IN_PROSE).finditer(text):
         tokens = _tokens(text[match.end() :])
         yield " ".join(["servekit", *tokens]), problem(tokens, strict=strict)
@@ -193,6 +195,8 @@ def test_every_command_in_the_example_kits_readmes_exists(readmes: dict[str, str
         ("servekit kit build. Then", False, None),
         ("servekit writes the kit", False, None),
         ("pg_dump -Fc servekit > dump", True, None),
+        ("SERVEKIT_STORE_TOKEN=t servekit store downlaod x", True, "no command 'downlaod'"),
+        ("A=$(date +%s) servekit kit build P --key K --signed-on T", True, "no option --signed-on"),
         ("`servekit store ...`", True, None),
         ("servekit kit unpack K D --trust P  # never tar -x", True, None),
     ],
