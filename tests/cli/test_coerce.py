@@ -3,6 +3,7 @@ leaves every other value (and every refusal's wording) to them."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,3 +62,32 @@ def test_every_plain_value_converts_as_typer_converts_it() -> None:
 def test_a_refused_value_is_worded_by_typer(argv: list[str], message: str) -> None:
     code, _, err = run_cli(argv)
     assert code == 2 and message in err, err
+
+
+def _descriptor(annotation: Any, **info: Any) -> Any:
+    from typer._coercion import resolve_type_descriptor
+    from typer.models import ParameterInfo
+
+    return resolve_type_descriptor(annotation, ParameterInfo(**info))
+
+
+@pytest.mark.parametrize(
+    ("annotation", "info"),
+    [
+        (Path, {"exists": True}),  # typer checks the file: its converter runs
+        (Path, {"resolve_path": True}),
+        (list[dt.datetime], {}),
+        (dt.datetime, {"formats": ["%Y"]}),
+        (int, {"parser": int}),
+    ],
+    ids=str,
+)
+def test_values_that_need_typers_checks_get_typers_converter(annotation: Any, info: Any) -> None:
+    assert converter(_descriptor(annotation, **info)) is None
+
+
+def test_a_list_of_plain_values_converts_item_by_item() -> None:
+    convert = converter(_descriptor(list[Path]))
+    assert convert is not None and convert(("a", "b/c")) == [Path("a"), Path("b/c")]
+    with pytest.raises(_NotPlainError):
+        convert("a")  # typer's converter wraps a lone value
