@@ -114,3 +114,10 @@ def test_a_placeholder_package_is_sized_from_a_config_given_beside_it(tmp_path: 
     )
     assert code == 0, err
     assert json.loads(out)["prediction"]["architecture"] == "KimiK25ForConditionalGeneration"
+
+
+def test_package_check_does_not_send_a_placeholder_package_to_the_hub() -> None:
+    code, out, err = run_cli(["package", "check", str(EXAMPLES / "kimi-k3-8xb300")])
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith("memory floor"))
+    assert "model commit is a placeholder" in line and "pinned commit's headers" not in line
