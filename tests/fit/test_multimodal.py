@@ -121,3 +121,13 @@ def test_package_check_does_not_send_a_placeholder_package_to_the_hub() -> None:
     assert code == 0, err
     line = next(line for line in out.splitlines() if line.startswith("memory floor"))
     assert "model commit is a placeholder" in line and "pinned commit's headers" not in line
+
+
+def test_a_placeholder_commit_on_the_command_line_is_said_not_looked_up(
+    hub_server: HubServer,
+) -> None:
+    from servekit.fit.sources import resolve
+
+    with pytest.raises(FitError, match="placeholder commit"):
+        resolve("moonshotai/Kimi-K3@" + "0" * 40, hub=Hub(endpoint=hub_server.url))
+    assert hub_server.requests == []

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from servekit.errors import UsageError
+from servekit.errors import FitError, UsageError
 from servekit.fit.arch import read_config
 from servekit.fit.headers import local_tensors
 from servekit.fit.predict import ModelSource
+from servekit.package.models import is_placeholder_commit
 from servekit.weights.hub import Hub
 
 _REMOTE = re.compile(r"^(?P<repo>[A-Za-z0-9._-]+/[A-Za-z0-9._-]+)@(?P<rev>[^@\s]+)$")
@@ -45,5 +46,10 @@ def resolve(source: str, *, hub: Hub | None = None) -> ModelSource:
             f"{source!r} is neither a local model directory, a config.json nor REPO@COMMIT",
             hint="pass a directory holding config.json, a config.json file, or e.g. "
             "org/model@<40-hex commit>, or --package PKG_DIR",
+        )
+    if is_placeholder_commit(match.group("rev")):
+        raise FitError(
+            f"{source} names a placeholder commit (all zeros), not one on the Hub",
+            hint="pass the model's real commit, a local copy of the model, or its config.json",
         )
     return from_hub(match.group("repo"), match.group("rev"), hub=hub)[0]
