@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/servekit serve
 
+# servekit creates no parent directory it was not asked for: out/ is made here.
 demo: $(STAMP)
-	$(BIN)/servekit demo --force
+	mkdir -p out
+	$(BIN)/servekit demo --out out/demo --force
 
 test: $(STAMP) lint typecheck pytest
 

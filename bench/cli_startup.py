@@ -1,54 +1,92 @@
-"""Start-up time of the `servekit` command beside `python -c pass`, measured in one run.
+"""Start-up time of every `servekit --help` and of argument errors, beside `python -c pass`.
 
-Prints the median wall time of N runs of each: `servekit --help`, commands that fail
-on their arguments (`bench run` without `--endpoint`, with `--concurrency 0`),
-`servekit --version`, and the interpreter doing nothing, each also as a ratio to
-`python -c pass` measured in the same run. The target (issue 15) is under 0.25 s for
-`--help` and for an argument error on an idle machine.
+Runs, each N times (median kept): `python -c pass`, `servekit --help`, `--version`, every
+group's `--help` and the group alone, and for every command an unknown option and the
+command without its required arguments (a command with none is not run bare: it would
+do its work). Each row prints the median wall time, the median CPU time
+(user + system of the child: less at the mercy of other processes on a shared machine)
+and the wall time as a ratio to `python -c pass` measured in the same run; then the
+slowest wall and CPU times, and the load average before and after. The target (issue
+21) is under 0.25 s for each on an idle machine.
 
     .venv/bin/python bench/cli_startup.py [RUNS]
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
-CASES = {
-    "python -c pass": [sys.executable, "-c", "pass"],
-    "servekit --help": [sys.executable, "-m", "servekit.cli.main", "--help"],
-    "servekit bench run --no-such-option": [
-        sys.executable, "-m", "servekit.cli.main", "bench", "run", "--no-such-option",
-    ],
-    "servekit bench run (no --endpoint)": [sys.executable, "-m", "servekit.cli.main", "bench", "run"],
-    "servekit bench run --concurrency 0": [
-        sys.executable, "-m", "servekit.cli.main", "bench", "run", "--endpoint",
-        "http://127.0.0.1:9", "--model", "m", "--input-tokens", "8:8", "--output-tokens", "2",
-        "--requests", "4", "--out", "/nonexistent/out", "--concurrency", "0",
-    ],
-    "servekit package check (no DIR)": [sys.executable, "-m", "servekit.cli.main", "package", "check"],
-    "servekit --version": [sys.executable, "-m", "servekit.cli.main", "--version"],
-}  # fmt: skip
+import typer.main
+
+from servekit.cli.main import COMMANDS, app
+
+SERVEKIT = [sys.executable, "-m", "servekit.cli.main"]
 
 
-def _median(argv: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _paths(command: Any, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    """(path, click command) of ``command`` and everything under it."""
+    found = [(prefix, command)]
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        found += _paths(sub, (*prefix, name))
+    return found
+
+
+def cases() -> dict[str, list[str]]:
+    root: Any = typer.main.get_command(app)
+    out = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "servekit --help": [*SERVEKIT, "--help"],
+        "servekit --version": [*SERVEKIT, "--version"],
+    }
+    for name in COMMANDS:
+        for path, command in _paths(root.commands[name], (name,)):
+            shown = " ".join(path)
+            out[f"{shown} --help"] = [*SERVEKIT, *path, "--help"]
+            if hasattr(command, "commands"):
+                out[f"{shown} (bare)"] = [*SERVEKIT, *path]
+                continue
+            out[f"{shown} --no-such-option"] = [*SERVEKIT, *path, "--no-such-option"]
+            if any(p.required for p in command.params):  # so it fails, doing nothing
+                out[f"{shown} (missing argument)"] = [*SERVEKIT, *path]
+    return out
+
+
+def _run(argv: list[str]) -> tuple[float, float]:
+    """(wall, user + system CPU) seconds of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped by wait4
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def _median(argv: list[str], runs: int) -> tuple[float, float]:
+    samples = [_run(argv) for _ in range(runs)]
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 9
-    base = _median(CASES["python -c pass"], runs)
-    print(f"median of {runs} runs; python -c pass = {base * 1000:.0f} ms")
-    for name, argv in CASES.items():
-        took = _median(argv, runs)
-        print(f"{name:40} {took * 1000:6.0f} ms  ({took / base:5.1f}x python -c pass)")
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    load_before = os.getloadavg()
+    table = cases()
+    base, _ = _median(table["python -c pass"], runs)
+    print(f"median of {runs} runs; load average {load_before[0]:.2f} at start")
+    print(f"{'case':58} {'wall':>8} {'cpu':>8} {'x pass':>7}")
+    worst_wall, worst_cpu = ("", 0.0), ("", 0.0)
+    for name, argv in table.items():
+        wall, cpu = _median(argv, runs)
+        print(f"{name:58} {wall * 1000:6.0f}ms {cpu * 1000:6.0f}ms {wall / base:7.1f}")
+        if name != "python -c pass":
+            worst_wall = max(worst_wall, (name, wall), key=lambda t: t[1])
+            worst_cpu = max(worst_cpu, (name, cpu), key=lambda t: t[1])
+    print(f"slowest wall: {worst_wall[1] * 1000:.0f} ms ({worst_wall[0]})")
+    print(f"slowest cpu:  {worst_cpu[1] * 1000:.0f} ms ({worst_cpu[0]})")
+    print(f"load average {load_before[0]:.2f} at start, {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,5 +40,6 @@ def test_the_cli_applies_progress_settings(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert main(args) == 0
-    assert progress._enabled is enabled
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal, where bars are drawn
+    assert progress.is_enabled() is enabled
     progress.set_enabled(True)

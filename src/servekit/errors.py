@@ -116,6 +116,43 @@ __all__ = [
 ]
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (ESC, CR, newline...) escaped, so a
+    name taken from a kit cannot move the cursor, recolour or fake a line of output."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+class Layout(str):
+    """A message laid out over several lines by servekit itself.
+
+    Built only by :func:`layout`, which escapes each line as it joins them: the
+    newlines and indentation are servekit's, and a newline, ESC or bidi override inside
+    a name taken from outside (a package field, a file or member name, a server's
+    answer) is already shown escaped. The CLI prints a ``Layout`` as it is and escapes
+    any other message whole (``servekit.cli.main``).
+    """
+
+    __slots__ = ()
+
+
+def layout(*lines: str) -> Layout:
+    """``lines`` joined by newlines, each escaped with :func:`printable`.
+
+    A line that is itself a :class:`Layout` keeps its own lines (they were escaped when
+    it was built), so a layout can nest another one.
+    """
+    flat: list[str] = []
+    for line in lines:
+        flat += line.split("\n") if isinstance(line, Layout) else [printable(line)]
+    return Layout("\n".join(flat))
+
+
+def shown(text: str) -> str:
+    """``text`` as the terminal should get it: a :class:`Layout` as built, anything else
+    on one line with every non-printable character escaped."""
+    return text if isinstance(text, Layout) else printable(text)
+
+
 class Error(Exception):
     """Base class of every error servekit raises on purpose."""
 
@@ -180,11 +217,10 @@ class PackageSchemaError(PackageError):
         lines = []
         for p in problems:
             where = f"{path}:{p.line}" if p.line is not None else str(path)
-            lines.append(f"{where}: {p.field}: {p.message}")
+            lines.append(f"  {where}: {p.field}: {p.message}")
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         super().__init__(
-            f"{path} does not match the package schema "
-            f"({len(problems)} problem{'s' if len(problems) != 1 else ''}):\n  "
-            + "\n  ".join(lines),
+            layout(f"{path} does not match the package schema ({count}):", *lines),
             hint="fix each field named above; `servekit package schema` prints every field "
             "with its type, and docs/package.md explains them",
         )
@@ -228,11 +264,14 @@ class ClaimRuleError(Error):
     exit_code = 4
 
     def __init__(self, violations: Sequence[ClaimViolation]) -> None:
-        body = "\n".join(
-            f"  [{v.rule}] {v.field}: {v.message}\n      fix: {v.fix}" for v in violations
-        )
+        body = [
+            line
+            for v in violations
+            for line in (f"  [{v.rule}] {v.field}: {v.message}", f"      fix: {v.fix}")
+        ]
+        count = f"{len(violations)} claim{'s' if len(violations) != 1 else ''}"
         super().__init__(
-            f"{len(violations)} claim{'s' if len(violations) != 1 else ''} refused:\n{body}",
+            layout(f"{count} refused:", *body),
             hint="correct the figures or add the evidence; `servekit package check DIR` "
             "re-runs every rule",
         )
@@ -269,12 +308,6 @@ class BenchError(Error):
 # --- verification -------------------------------------------------------------
 
 
-def printable(text: str) -> str:
-    """``text`` with every non-printable character (ESC, CR, newline...) escaped, so a
-    name taken from a kit cannot move the cursor, recolour or fake a line of output."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
 class VerificationError(Error):
     """Verification failed. Subclasses name the failure; never caught silently.
 
@@ -295,12 +328,12 @@ class VerificationError(Error):
     ) -> None:
         parts = [message]
         if file is not None:
-            parts.append(f"  file:     {printable(file)}")
+            parts.append(f"  file:     {file}")
         if expected is not None:
-            parts.append(f"  expected: {printable(expected)}")
+            parts.append(f"  expected: {expected}")
         if actual is not None:
-            parts.append(f"  actual:   {printable(actual)}")
-        super().__init__("\n".join(parts), hint=hint)
+            parts.append(f"  actual:   {actual}")
+        super().__init__(layout(*parts) if len(parts) > 1 else message, hint=hint)
         self.file = file
         self.expected = expected
         self.actual = actual

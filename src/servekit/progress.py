@@ -18,17 +18,24 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:  # rich loads with the first bar, not with the modules that report progress
     from rich.progress import Progress, ProgressColumn, TaskID
 
-_enabled = True
+_enabled: bool | None = True
 
 
-def set_enabled(enabled: bool) -> None:
-    """Switch progress display on or off for this process (``--quiet`` calls this)."""
+def set_enabled(enabled: bool | None) -> None:
+    """Switch progress display on or off for this process (``--quiet`` calls this);
+    ``None`` leaves it to the settings (``SERVEKIT_PROGRESS``), read at the first bar, so
+    a command that draws none never loads them."""
     global _enabled
     _enabled = enabled
 
 
 def is_enabled() -> bool:
     """Whether a progress bar would be drawn now (enabled and stderr is a TTY)."""
+    global _enabled
+    if _enabled is None:
+        from servekit.config import load_settings
+
+        _enabled = load_settings().progress
     return _enabled and sys.stderr.isatty()
 
 

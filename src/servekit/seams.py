@@ -196,13 +196,13 @@ def strict_json(value: Any) -> Any:
 
 @contextlib.contextmanager
 def output_dir(
-    path: Path, *, force: bool, option: str = "--out", mode: int = 0o777
+    path: Path, *, force: bool | None, option: str = "--out", mode: int = 0o777
 ) -> Iterator[Path]:
     """The one overwrite rule for a command that writes a directory.
 
     Refuses a path that is a file, a directory whose parent does not exist (servekit
     creates no parent the user did not ask for), and a non-empty directory without
-    ``--force``. Creates ``path`` when absent and removes it again, if still empty, when
+    ``--force`` (``force=None``: the command has no ``--force``, and its hint says none). Creates ``path`` when absent and removes it again, if still empty, when
     the command fails, so a failed command leaves no empty output directory behind.
     """
     if path.exists() and not path.is_dir():
@@ -213,9 +213,9 @@ def output_dir(
             hint=f"create {path.parent} first (servekit creates no parent directories)",
         )
     if path.is_dir() and any(path.iterdir()) and not force:
+        overwrite = ", or pass --force to overwrite what is there" if force is False else ""
         raise UsageError(
-            f"{option} {path} is not empty",
-            hint="choose an empty or new directory, or pass --force to overwrite what is there",
+            f"{option} {path} is not empty", hint=f"choose an empty or new directory{overwrite}"
         )
     created = not path.exists()
     try:

@@ -79,7 +79,7 @@ def test_fit_package_with_a_hostile_model_directory(tmp_path: Path) -> None:
 
 def test_cli_modules_escape_only_through_output_plain() -> None:
     """rich's ``escape`` alone leaves control characters live: data goes through
-    ``servekit.cli.output.plain`` (main.py's error renderer applies both itself)."""
+    ``servekit.cli.output.plain`` (output.py's error renderer applies both itself)."""
     cli = Path(__file__).resolve().parents[2] / "src" / "servekit" / "cli"
     users = sorted(p.name for p in cli.glob("*.py") if "rich.markup import escape" in p.read_text())
-    assert users == ["main.py", "output.py"]
+    assert users == ["output.py"]

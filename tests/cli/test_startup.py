@@ -37,7 +37,7 @@ def _imported(argv: list[str]) -> set[str]:
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []], ids=str)
 def test_the_root_loads_no_group_and_no_heavy_library(argv: list[str]) -> None:
-    assert _imported(argv) == {"servekit.cli.main"}
+    assert _imported(argv) == {"servekit.cli.main", "servekit.cli.coerce"}
 
 
 def test_a_group_loads_only_itself() -> None:
@@ -93,7 +93,51 @@ def test_an_argument_error_in_the_bench_group_loads_no_heavy_module(argv: list[s
 
 def test_the_option_choices_are_the_enums() -> None:
     from servekit.bench.loop import LoopKind
-    from servekit.cli.choices import ApiName, LoopName
+    from servekit.bench.sim import Fault
+    from servekit.cli.choices import ApiName, FaultName, KvDtypeName, LoopName, RoleName
+    from servekit.fit.models import KvDtype
     from servekit.package.models import Api
+    from servekit.store.models import Role
 
     assert get_args(ApiName) == tuple(Api) and get_args(LoopName) == tuple(LoopKind)
+    assert get_args(KvDtypeName) == tuple(KvDtype) and get_args(FaultName) == tuple(Fault)
+    assert get_args(RoleName) == tuple(Role)
+
+
+MANY = """
+import contextlib, io, sys
+from servekit.cli.main import main
+for argv in {argvs!r}:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(argv)
+print(" ".join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))
+"""
+
+
+def _group_argvs(name: str) -> list[list[str]]:
+    """The group's --help and bare call, and each command's --help, an unknown option
+    and, where it has required arguments, the command without them."""
+    argvs = [[name, "--help"]]
+    stack: list[tuple[list[str], Any]] = [([name], load_command(name))]
+    while stack:
+        path, command = stack.pop()
+        subcommands = getattr(command, "commands", None)
+        if subcommands is not None:
+            argvs.append(path)
+            stack += [([*path, sub], c) for sub, c in subcommands.items()]
+            continue
+        argvs += [[*path, "--help"], [*path, "--no-such-option"]]
+        if any(p.required for p in command.params):
+            argvs.append(path)
+    return argvs
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_and_argument_errors_load_no_library_not_even_pydantic(name: str) -> None:
+    """Every --help and argument error of the group, in one process: none of them loads
+    pydantic (typer's converters are bypassed for plain values: servekit.cli.coerce),
+    numpy, httpx, PyYAML or servekit's own models."""
+    code = MANY.format(argvs=_group_argvs(name), heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []

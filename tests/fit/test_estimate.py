@@ -139,7 +139,8 @@ def test_a_vision_tower_is_one_estimated_tensor() -> None:
         "vision_config": vision,
     }
     sizes = _sizes(parse(config))
-    params = 2 * (4 * 32 * 32 + 2 * 32 * 64) + 32 * LLAMA["hidden_size"]
+    patches = 3 * 14 * 14 * 32  # RGB 14 x 14 patches (the defaults) embedded in 32
+    params = 2 * (4 * 32 * 32 + 2 * 32 * 64) + patches + 32 * LLAMA["hidden_size"]
     assert sizes["vision_model.estimated.weight"] == params * 2
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from servekit.receipts.keys import load_trust_store
@@ -9,9 +13,29 @@ from servekit.verify.kit import verify_kit
 from tests.functional.helpers import ROOT, servekit
 
 
-def test_demo_builds_and_verifies_a_kit_per_example(tmp_path: Path) -> None:
-    result = servekit("demo", "--out", str(tmp_path))
+def _fresh_clone(where: Path) -> None:
+    """What `make demo` needs of a fresh clone (no out/), with a stand-in for the venv
+    that runs this checkout's servekit under this interpreter."""
+    shutil.copy(ROOT / "Makefile", where / "Makefile")
+    shutil.copy(ROOT / "pyproject.toml", where / "pyproject.toml")
+    shutil.copytree(ROOT / "examples", where / "examples")
+    bin_dir = where / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "servekit"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m servekit.cli.main "$@"\n')
+    script.chmod(0o755)
+    (where / ".venv" / ".installed").touch()  # newer than pyproject.toml: no install
+
+
+def test_make_demo_on_a_fresh_clone_builds_and_verifies_a_kit_per_example(tmp_path: Path) -> None:
+    _fresh_clone(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("SERVEKIT_EXAMPLES_DIR", None)
+    result = subprocess.run(
+        ["make", "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout + result.stderr
+    tmp_path = tmp_path / "out" / "demo"
     examples = sorted(
         p.parent.name for p in (ROOT / "examples" / "packages").glob("*/package.yaml")
     )

@@ -308,3 +308,43 @@ def test_two_package_files_differing_only_in_case_are_refused(tmp_path: Path, ke
     (pkg / "evidence" / "run-b.jsonl").rename(pkg / "evidence" / "RUN-A.jsonl")
     with pytest.raises(PackageError, match="one file on a case-insensitive disk"):
         build_kit(pkg, key)
+
+
+def _disclose(text: str) -> Any:
+    def edit(data: dict[str, Any]) -> None:
+        data["disclosures"][0]["text"] = text
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "named",
+    ["model/converted-pin.json", "Model/pin.json", "deploy/helm/", "evidence/run-9.jsonl."],
+)
+def test_a_readme_naming_a_file_the_kit_lacks_is_refused(
+    tmp_path: Path, key: Path, named: str
+) -> None:
+    pkg = package_copy(
+        tmp_path, _disclose(f"Check it with `servekit verify weights DIR --pin {named}`")
+    )
+    with pytest.raises(PackageError, match="which the kit does not hold") as info:
+        build_kit(pkg, key, signed_at=SIGNED_AT)
+    assert named.rstrip(".") in info.value.message
+
+
+def test_a_readme_may_name_the_kits_files_folders_and_paths_outside_it(
+    tmp_path: Path, key: Path
+) -> None:
+    text = (
+        "See deploy/k8s/, evidence/ and model/pin.json. Mount it at /models/x/model/y; "
+        "my-model/a.json and scripts/gpu/convert.py are not kit paths."
+    )
+    kit = build_kit(package_copy(tmp_path, _disclose(text)), key, signed_at=SIGNED_AT)
+    assert text.encode() in next(f.data for f in kit.files if f.path == "README.md")
+
+
+def test_a_kit_without_evidence_does_not_point_to_evidence(key: Path) -> None:
+    readme = next(
+        f.data for f in build_kit(K3, key, signed_at=SIGNED_AT).files if f.path == "README.md"
+    )
+    assert b"evidence/" not in readme and b"holds no raw evidence" in readme

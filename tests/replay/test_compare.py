@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +17,7 @@ from servekit.package.load import load_package
 from servekit.package.models import Figure, Metric, Provenance, Scope, Statistic
 from servekit.package.rules import check
 from servekit.replay import Verdict, compare
-from servekit.replay.compare import verdict
+from servekit.replay.compare import nothing_to_compare, verdict
 from tests.assets.make_kit_fixtures import private_key
 from tests.cli.helpers import run_cli
 from tests.functional.helpers import servekit
@@ -197,3 +200,57 @@ def test_the_command_names_each_figure_not_reproduced(kit: Path, replays: dict[s
     assert f"{len(MEASURED)} figure(s) not reproduced: " in err
     assert all(f"{fid} (worse)" in err for fid in MEASURED)
     assert "docs/replay.md" in err and "✓ reproduced" not in out
+
+
+def _all_reported(data: dict[str, Any]) -> None:
+    """Every figure as its source reported it: nothing the replay can be held against."""
+    source = next(f["source"] for f in data["measurements"]["figures"] if "source" in f)
+    data["measurements"].pop("runs")
+    for figure in data["measurements"]["figures"]:
+        if figure["provenance"] == "measured":
+            figure.pop("runs", None)
+            stated = {**source.get("workload", {}), "concurrency": figure["concurrency"]}
+            figure.update(provenance="reported", source={**source, "workload": stated})
+
+
+@pytest.fixture
+def reported_kit(package_dir: Path, replay_copy: Path, tmp_path: Path) -> Path:
+    """A kit of the same package with every figure reported, and ``replay_copy`` made a
+    replay of it (its header names this kit's receipt)."""
+    from tests.kit.helpers import package_copy
+
+    package = package_copy(tmp_path / "reported", _all_reported, package_dir)
+    out = tmp_path / "reported.tar.gz"
+    write_kit(build_kit(package, private_key("publisher", tmp_path)), out)
+    with tarfile.open(out) as tar:
+        receipt = tar.extractfile("receipt.dsse.json")
+        assert receipt is not None
+        digest = hashlib.sha256(receipt.read()).hexdigest()
+    header = json.loads((replay_copy / "replay.json").read_text())
+    header["kit"]["receipt_sha256"] = digest
+    (replay_copy / "replay.json").write_text(json.dumps(header))
+    return out
+
+
+def test_a_kit_of_reported_figures_has_nothing_to_compare_and_exits_0(
+    reported_kit: Path, replay_copy: Path
+) -> None:
+    result = compare(reported_kit, replay_copy)
+    assert not result.compared and nothing_to_compare(result)
+    code, out, err = run_cli(["bench", "compare", str(reported_kit), str(replay_copy)])
+    assert (code, err) == (0, ""), err
+    assert out.count("nothing to compare: every figure is reported; here is your measurement") == 1
+    yours = next(f for f in result.figures if f.id == "ttft-p50-c4").buyer
+    assert yours is not None and f"{yours:.2f}" in out  # the buyer's own measurement is shown
+    code, out, _ = run_cli(["bench", "compare", str(reported_kit), str(replay_copy), "--json"])
+    assert code == 0 and json.loads(out)["nothing_to_compare"] is True
+
+
+def test_a_failed_request_still_fails_a_kit_of_reported_figures(
+    reported_kit: Path, replay_copy: Path
+) -> None:
+    result = compare(reported_kit, replay_copy)
+    failed = result.model_copy(
+        update={"workloads": tuple(w.model_copy(update={"failed": 1}) for w in result.workloads)}
+    )
+    assert nothing_to_compare(result) and not nothing_to_compare(failed)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from servekit.catalog import Card, build_card, export_site, load_catalog
-from servekit.catalog.site import refuse_foreign
 from servekit.cli.output import plain, print_json, stdout
-from servekit.package import check, load_package
-from servekit.seams import output_dir
+
+if TYPE_CHECKING:  # the catalog loads when a command runs, not for --help
+    from servekit.catalog import Card
 
 app = typer.Typer(
     help="Catalog cards and pages, read from package definitions (nothing typed twice).",
@@ -44,6 +44,9 @@ def show_command(
     as_json: bool = typer.Option(False, "--json", help="Print the card as JSON."),
 ) -> None:
     """Print the catalog card of one package: every figure with its provenance badge."""
+    from servekit.catalog import build_card
+    from servekit.package import check, load_package
+
     loaded = load_package(directory)
     card = build_card(loaded, check(loaded))
     if as_json:
@@ -71,6 +74,10 @@ def export_command(
     A non-empty directory without the marker is never emptied, not even with --force.
     Two package directories with the same id and version are refused (exit 3).
     """
+    from servekit.catalog import export_site, load_catalog
+    from servekit.catalog.site import refuse_foreign
+    from servekit.seams import output_dir
+
     catalog = load_catalog(packages)
     refuse_foreign(out)
     with output_dir(out, force=force):

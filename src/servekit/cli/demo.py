@@ -15,23 +15,20 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from servekit.catalog import Catalog, Entry, build_card, export_site
 from servekit.cli.output import fail, plain, print_json, stderr, stdout
-from servekit.cli.package import render_report
-from servekit.config import load_settings
 from servekit.errors import ClaimRuleError, ClaimViolation, UsageError
-from servekit.kit.build import build_kit, write_kit
-from servekit.package import check, load_package
-from servekit.package.files import PACKAGE_GLOB
-from servekit.receipts.keys import KeyPairPaths, generate, load_trust_store, write_key_pair
-from servekit.seams import output_dir
-from servekit.verify.kit import verify_kit
+
+if TYPE_CHECKING:  # the library loads when the demo runs, not for --help
+    from servekit.receipts.keys import KeyPairPaths
 
 
 def _package_dirs(root: Path) -> list[Path]:
+    from servekit.package.files import PACKAGE_GLOB
+
     dirs = sorted(p.parent for p in root.glob(PACKAGE_GLOB))
     if not dirs:
         raise UsageError(f"no packages under {root}", hint="run from the repository root")
@@ -53,6 +50,10 @@ def demo(
     Signs with a fresh temporary key, never one of yours; its public half is written
     to OUT/kits/demo.pub. Exit 4 when a claim rule refuses an example's figure.
     """
+    from servekit.config import load_settings
+    from servekit.receipts.keys import generate, write_key_pair
+    from servekit.seams import output_dir
+
     dirs = _package_dirs(examples or load_settings().examples_dir)
     with output_dir(out, force=force), tempfile.TemporaryDirectory() as keydir:
         done = _demo(dirs, out, write_key_pair(generate(), Path(keydir) / "keys"), as_json)
@@ -78,6 +79,13 @@ class _Done:
 
 def _demo(dirs: list[Path], out: Path, keys: KeyPairPaths, as_json: bool) -> _Done:
     """The loop itself; with --json the human output goes to stderr."""
+    from servekit.catalog import Catalog, Entry, build_card, export_site
+    from servekit.cli.package import render_report
+    from servekit.kit.build import build_kit, write_kit
+    from servekit.package import check, load_package
+    from servekit.receipts.keys import load_trust_store
+    from servekit.verify.kit import verify_kit
+
     console = stderr if as_json else stdout
     private = keys.private
     public = out / "kits" / "demo.pub"

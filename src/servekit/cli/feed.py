@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from servekit.cli.output import plain, print_json, stderr, stdout
-from servekit.feed import check_kit_feed, check_weights_feed, default_state_path, sign_feed_file
-from servekit.feed.sign import parse_duration
-from servekit.receipts.keys import TrustStore
 from servekit.seams import output_file
+
+if TYPE_CHECKING:  # the feed library loads when a command runs, not for --help
+    from servekit.receipts.keys import TrustStore
 
 app = typer.Typer(
     help="The publisher's revocation feed: revoked versions, retracted figures, bad builds.",
@@ -35,6 +36,9 @@ def sign_command(
     and an expiry time; buyers pass it to `verify kit --feed` and `verify weights --feed`.
     It replaces --out in place (each signing supersedes the last), but creates no directory.
     """
+    from servekit.feed import default_state_path, sign_feed_file
+    from servekit.feed.sign import parse_duration
+
     output_file(out, force=True, option="--out")
     signed = sign_feed_file(
         source,
@@ -80,6 +84,8 @@ def hold_against_feed(
     """
     if feed is None:
         return
+    from servekit.feed import check_kit_feed, check_weights_feed, default_state_path
+
     state = feed_state or default_state_path()
     if model is None:
         assert kit is not None

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
+from servekit.cli.choices import KvDtypeName
 from servekit.cli.output import plain, print_json, print_wrapped, stdout
-from servekit.fit import FitOptions, FitResult, KvDtype, PackageFit, Parallelism
-from servekit.fit.models import GIB
-from servekit.fit.run import run
+
+if TYPE_CHECKING:  # the predictor loads when it runs, not for --help
+    from servekit.fit import FitOptions, FitResult
 
 
 def render_fit(result: FitResult) -> None:
     """The verdict first, then bytes per tensor class, then the reasons."""
+    from rich.table import Table
+
+    from servekit.fit.models import GIB
+
     opts = result.options
     layout = opts.parallelism
     where = f"{result.gpu.name}, TP {layout.tp}" + (f" x DP {layout.dp}" if layout.dp > 1 else "")
@@ -46,9 +51,11 @@ def _options(
     ep: bool,
     max_len: int | None,
     util: float,
-    kv: KvDtype,
+    kv: KvDtypeName,
     language_only: bool,
 ) -> FitOptions | None:
+    from servekit.fit import FitOptions, KvDtype, Parallelism
+
     if gpu is None:
         return None
     layout = Parallelism(tp=tp, dp=dp, pp=pp, ep=ep)
@@ -57,7 +64,7 @@ def _options(
         parallelism=layout,
         max_model_len=max_len,
         gpu_memory_utilization=util,
-        kv_cache_dtype=kv,
+        kv_cache_dtype=KvDtype(kv),
         language_only=language_only,
     )
 
@@ -85,7 +92,7 @@ def fit(
         metavar="FRACTION",
         help="vLLM's memory fraction.",
     ),
-    kv_dtype: KvDtype = typer.Option(KvDtype.AUTO, "--kv-cache-dtype", help="auto or fp8."),
+    kv_dtype: KvDtypeName = typer.Option("auto", "--kv-cache-dtype", help="auto or fp8."),
     language_only: bool = typer.Option(
         False, "--language-only", help="Do not load a vision tower (vLLM --language-model-only)."
     ),
@@ -99,6 +106,9 @@ def fit(
     flags and GPU). Exit status: 0 whether or not the model fits (read "fits"), 45-49
     when the model or the layout cannot be sized (docs/errors.md).
     """
+    from servekit.fit import PackageFit
+    from servekit.fit.run import run
+
     options = _options(gpu, tp, dp, pp, ep, max_model_len, util, kv_dtype, language_only)
     outcome = run(source, options=options, package_dir=package)
     result = outcome.result if isinstance(outcome, PackageFit) else outcome

@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 
 from servekit.cli.output import plain, print_json, stdout
-from servekit.receipts.keys import describe_key, generate, write_key_pair
 from servekit.seams import output_dir
 
 app = typer.Typer(
@@ -27,6 +26,8 @@ def generate_command(
     Refuses to overwrite existing key files (exit 5). Publish servekit.pub and its
     key id so buyers can add it to their trust store.
     """
+    from servekit.receipts.keys import generate, write_key_pair
+
     key = generate()
     with output_dir(out, force=True):  # no parent created; existing keys refused below
         paths = write_key_pair(key, out)
@@ -53,6 +54,8 @@ def show_command(
     The key id is the hex sha256 of the raw 32-byte Ed25519 public key: compare it
     with the id the publisher announces before trusting a key.
     """
+    from servekit.receipts.keys import describe_key
+
     info = describe_key(file)
     if as_json:
         print_json(asdict(info))

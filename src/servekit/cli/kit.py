@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import typer
 
-from servekit.cli.output import plain, print_json, stdout
-from servekit.cli.verify_kit import EXPECT_HELP, TRUST_HELP, render_identity
-from servekit.kit.build import build_kit, write_kit
-from servekit.receipts.keys import load_trust_store
-from servekit.seams import output_dir, output_file
-from servekit.verify.expect import Expectation
-from servekit.verify.kit import unpack_kit
-from servekit.verify.unpack import DIRECTORY_MODE
+from servekit.cli.choices import EXPECT_HELP, TRUST_HELP
+
+# The library is imported inside each command: `kit --help` and an argument error load
+# none of it (docs/performance.md, tests/cli/test_startup.py).
 
 app = typer.Typer(
     help="Build a kit: deploy files written flag for flag from the package, evidence, "
@@ -35,7 +32,8 @@ def build_command(
         "--signed-at",
         formats=["%Y-%m-%dT%H:%M:%S%z"],
         metavar="TIME",
-        help="Signing time to record (e.g. 2026-01-31T12:00:00+0000); default now.",
+        help="Signing time to record, ISO 8601 with its zone (e.g. 2026-01-31T12:00:00Z); "
+        "default SOURCE_DATE_EPOCH when set, else now.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
@@ -44,11 +42,18 @@ def build_command(
 
     Refuses on any claim-rule violation (exit 4), an unreadable or group/world-readable
     key (exit 5), a `published` date after the signing time or a package it cannot render
-    (exit 3). The same package, key and --signed-at always give a byte-identical archive.
-    docs/kit.md describes the layout.
+    (exit 3). The signing time is --signed-at, else SOURCE_DATE_EPOCH (seconds since
+    1970-01-01 UTC, the reproducible-builds convention), else the clock; the same package,
+    key and signing time always give a byte-identical archive. docs/kit.md describes the
+    layout and how to rebuild a published kit.
     """
+    from servekit.cli.output import plain, print_json, stdout
+    from servekit.kit.build import build_kit, source_date_epoch, write_kit
+    from servekit.seams import output_file
+
     output_file(out, force=force)
-    kit = build_kit(package_dir, key, signed_at=signed_at)
+    when = signed_at or source_date_epoch(os.environ)
+    kit = build_kit(package_dir, key, signed_at=when)
     write_kit(kit, out)
     if as_json:
         print_json({"kit": str(out), **kit.as_dict()})
@@ -57,6 +62,7 @@ def build_command(
     stdout.print(f"package:     {kit.package_id} {kit.version}")
     stdout.print(f"kit digest:  sha256:{kit.kit_digest}")
     stdout.print(f"signed by:   {kit.key_id}")
+    stdout.print(f"signed at:   {kit.signed_at:%Y-%m-%dT%H:%M:%SZ}")
 
 
 @app.command("unpack")
@@ -74,10 +80,18 @@ def unpack_command(
     the exit codes are those of `servekit verify kit`. DIR must be new or empty, and its
     parent must exist (exit 2).
     """
+    from servekit.cli.output import plain, print_json, stdout
+    from servekit.cli.verify_kit import render_identity
+    from servekit.receipts.keys import load_trust_store
+    from servekit.seams import output_dir
+    from servekit.verify.expect import Expectation
+    from servekit.verify.kit import unpack_kit
+    from servekit.verify.unpack import DIRECTORY_MODE
+
     wanted = Expectation.parse(expect) if expect is not None else None
-    # no parent made, none left empty; never group-writable (umask 002 would make it so,
-    # and unpack refuses a directory others can write)
-    with output_dir(directory, force=False, option="DIR", mode=DIRECTORY_MODE):
+    # no --force, no parent made, none left empty; never group-writable (umask 002 would
+    # make it so, and unpack refuses a directory others can write)
+    with output_dir(directory, force=None, option="DIR", mode=DIRECTORY_MODE):
         result = unpack_kit(kit, load_trust_store(trust, bare_key=True), directory, expect=wanted)
     if as_json:
         print_json({**result.as_dict(), "unpacked_to": str(directory)})

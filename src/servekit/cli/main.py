@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 import typer.main
+from typer._click.exceptions import NoArgsIsHelpError  # typer vendors click
 from typer.core import TyperCommand, TyperGroup
 
 from servekit.errors import Error, UsageError, printable
@@ -180,21 +181,16 @@ def _root(
 ) -> None:
     """Global options apply to every command."""
     from servekit import progress
-    from servekit.config import load_settings
 
     _state["verbose"] = verbose
-    progress.set_enabled(not quiet and load_settings().progress)
+    progress.set_enabled(False if quiet else None)  # the settings decide at the first bar
 
 
 def _render(exc: Error, *, as_json: bool) -> int:
     """The one place a servekit error reaches the user: stderr, and stdout with --json."""
-    from rich.markup import escape
+    from servekit.cli.output import error_json, json_emitted, print_error, print_json
 
-    from servekit.cli.output import error_json, json_emitted, print_json, stderr
-
-    stderr.print(f"[bold red]error:[/] {escape(printable(exc.message))}")
-    if exc.hint:
-        stderr.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}")
+    print_error(exc)
     if as_json and not json_emitted():
         print_json(error_json(exc))
     return exc.exit_code
@@ -206,9 +202,10 @@ def _usage(exc: typer.TyperException, *, as_json: bool, emitted: bool) -> int:
     Plain text, without rich: this path must start fast (docs/performance.md).
     """
     code = int(getattr(exc, "exit_code", UsageError.exit_code))
+    if isinstance(exc, NoArgsIsHelpError):  # bare `servekit` or a bare group: its help
+        sys.stdout.write(exc.ctx.get_help() + "\n")
+        return 0
     message = exc.format_message()
-    if not message:  # no arguments: the help was printed, nothing went wrong
-        return code
     ctx = getattr(exc, "ctx", None)
     lines = [ctx.get_usage()] if ctx is not None else []
     command = ctx.command_path if ctx is not None else "servekit"
@@ -232,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     Exit 1 is left for bugs only: a servekit error exits with its class's code, a usage
     error with 2, an interrupt with 130 (docs/errors.md).
     """
+    from servekit.cli.coerce import install
+
+    install()  # plain values without pydantic: fast --help and argument errors
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     if "servekit.cli.output" in sys.modules:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from servekit.cli.output import plain, print_json, stdout
 from servekit.seams import output_file
-from servekit.weights.models import WeightsPin
-from servekit.weights.package import pin_into_package
-from servekit.weights.pin import pin_directory, pin_repo
-from servekit.weights.pinfile import write_pin
+
+if TYPE_CHECKING:  # the pinning library loads when a command runs, not for --help
+    from servekit.weights.models import WeightsPin
 
 app = typer.Typer(
     help="Pin an upstream model at an immutable commit, or digest a local model tree "
@@ -71,6 +71,10 @@ def pin_command(
     at the commit, checked against their git blob id, and hashed. Gated or private
     repositories need a token: HF_TOKEN, or `hf auth login`. Exit 6 on a Hub problem.
     """
+    from servekit.weights.package import pin_into_package
+    from servekit.weights.pin import pin_repo
+    from servekit.weights.pinfile import write_pin
+
     target = output or Path("PIN.json")
     if output is not None or package is None:
         output_file(target, force=force, option="--output")
@@ -101,6 +105,9 @@ def digest_command(
     Symlinks of a Hugging Face cache snapshot are followed inside the snapshot and
     its blobs/ only. An unreadable or unsafe entry is an error (exit 16).
     """
+    from servekit.weights.pin import pin_directory
+    from servekit.weights.pinfile import write_pin
+
     if output is not None:
         output_file(output, force=force, option="--output")
     pin = pin_directory(directory, workers=workers)

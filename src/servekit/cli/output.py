@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from servekit.errors import Error, VerificationError, printable
+from servekit.errors import Error, VerificationError, printable, shown
 from servekit.seams import strict_json
 
 PIPED_WIDTH = 240  # columns when not writing to a terminal (CI logs, `| tee`, files)
@@ -119,3 +119,36 @@ def plain(text: str) -> str:
     name carrying ``ESC[`` sequences or ``[reported]`` must reach the terminal as text.
     """
     return escape(printable(text))
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    """One line of an error, wrapped at word boundaries to ``width``; continuation lines
+    are indented two more than the line's own indentation."""
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(
+        line,
+        width=width,
+        initial_indent="",
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [line]
+
+
+def print_error(exc: Error) -> None:
+    """``error: MESSAGE`` and ``hint: HINT`` on stderr, each line wrapped to the terminal.
+
+    The message's own lines and indentation are kept; text from outside was escaped
+    when the message was built (:func:`servekit.errors.layout`), and a message that was
+    not laid out is escaped whole, so it stays on one line.
+    """
+    for label, style, text in (("error", "bold red", exc.message), ("hint", "yellow", exc.hint)):
+        if not text:
+            continue
+        lines = f"{label}: {shown(text)}".split("\n")
+        out = [piece for line in lines for piece in _wrapped(line, stderr.width)]
+        head = out[0][len(label) + 1 :]
+        stderr.print(f"[{style}]{label}:[/]{escape(head)}", soft_wrap=True)
+        for line in out[1:]:
+            stderr.print(escape(line), soft_wrap=True)

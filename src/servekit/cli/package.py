@@ -121,14 +121,19 @@ def _render_verdict(report: CheckReport) -> None:
         stdout.print("[green]✓ every claim is carried by the evidence[/]")
 
 
-def render_fit(fit: PackageFit | None) -> None:
+def render_fit(fit: PackageFit | None, *, placeholder: bool = False) -> None:
     """The predicted floor for the package's own target, beside its measured one."""
     from servekit.fit.models import GIB
 
     if fit is None:
+        where = (
+            "its model commit is a placeholder, so there is nothing on the Hub to size either; "
+            "`servekit fit --package DIR MODEL_DIR` sizes a local copy or its config.json"
+            if placeholder
+            else "`servekit fit --package DIR` predicts from the pinned commit's headers"
+        )
         stdout.print(
-            "memory floor: no prediction (the package carries no model/config.json; "
-            "`servekit fit --package DIR` predicts from the pinned commit's headers)"
+            f"memory floor: no prediction (the package carries no model/config.json; {where})"
         )
         return
     r = fit.result
@@ -180,7 +185,7 @@ def check_command(
     result = {**report.as_dict(), "fit": fit.as_dict() if fit else None}
     if not as_json:
         render_report(report)
-        render_fit(fit)
+        render_fit(fit, placeholder=loaded.package.model.placeholder_commit)
     if not report.ok:
         raise fail(ClaimRuleError(report.violations), result, as_json=as_json)
     if as_json:

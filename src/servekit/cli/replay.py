@@ -170,6 +170,9 @@ def _render_outcome(result: Comparison) -> None:
         stdout.print("[green]✓ reproduced: every replayed figure is within tolerance or better[/]")
 
 
+NOTHING_TO_COMPARE = "nothing to compare: every figure is reported; here is your measurement"
+
+
 def _regression(result: Comparison) -> RegressionError:
     failing = [f for f in result.figures if f.verdict.fails]
     named = ", ".join(f"{f.id} ({f.verdict.value})" for f in failing)
@@ -203,10 +206,13 @@ def compare_command(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --reproduction-out."),
 ) -> None:
     """Compare every figure of the kit with your replay, recomputed by the claim rules'
-    own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, 55 when not."""
-    from servekit.cli.output import fail, plain, print_json, stderr
+    own arithmetic: within tolerance, better or worse. Exit 0 when reproduced, and when
+    every figure is reported (nothing to compare: your measurement is shown beside each);
+    55 when not."""
+    from servekit.cli.output import fail, plain, print_json, stderr, stdout
     from servekit.receipts.keys import load_signing_key
     from servekit.replay import compare, sign_reproduction
+    from servekit.replay.compare import nothing_to_compare
     from servekit.seams import output_file
 
     target = reproduction or directory / REPRODUCTION_FILE
@@ -219,7 +225,11 @@ def compare_command(
     if sign is not None:
         target.write_bytes(sign_reproduction(result, load_signing_key(sign)))
         stderr.print(f"wrote the signed reproduction {plain(str(target))}")
-    if not result.reproduced:
+    if not result.reproduced and nothing_to_compare(result):  # exit 0: nothing went wrong
+        data["nothing_to_compare"] = True
+        if not as_json:
+            stdout.print(NOTHING_TO_COMPARE)
+    elif not result.reproduced:
         raise fail(_regression(result), data, as_json=as_json)
     if as_json:
         print_json({"ok": True, **data})

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from servekit.cli.output import plain, stderr, stdout
-from servekit.config import load_settings
 from servekit.errors import ServeError
-from servekit.web.home import Home, prepare_home
-from servekit.web.server import APP_FACTORY, SERVER_OPTIONS
+
+if TYPE_CHECKING:  # the web app loads when it is served, not for --help
+    from servekit.web.home import Home
 
 
 def _check_address(host: str, port: int) -> None:
@@ -59,6 +60,10 @@ def serve(
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes (they share the home)."),
 ) -> None:
     """Serve the catalog web app in the foreground (state in SERVEKIT_HOME; Ctrl-C stops it)."""
+    from servekit.config import load_settings
+    from servekit.web.home import prepare_home
+    from servekit.web.server import APP_FACTORY, SERVER_OPTIONS
+
     settings = load_settings()
     _check_address(host, port)
     home = prepare_home(settings, packages or settings.examples_dir)

@@ -5,13 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import typer
-from pydantic import ValidationError
 
-from servekit.bench.loop import LoopKind, run
-from servekit.bench.sim import Fault, SimConfig, serve_forever
-from servekit.cli.output import stderr
+from servekit.cli.choices import FaultName, LoopName
 from servekit.errors import UsageError
-from servekit.seams import option_names, validation_problems
 
 app = typer.Typer(
     help="The engine simulator: exact, configurable timing for tests and demos. Results "
@@ -65,15 +61,22 @@ def serve_command(
     no_role_chunk: bool = typer.Option(
         False, "--no-role-chunk", help="Chat: no role-only first chunk."
     ),
-    fault: Fault | None = typer.Option(None, help="Inject this fault into selected requests."),
+    fault: FaultName | None = typer.Option(None, help="Inject this fault into selected requests."),
     fault_every: int = typer.Option(1, metavar="N", help="Fault every Nth request."),
     fault_match: str | None = typer.Option(
         None, metavar="SUBSTRING", help="Fault only prompts containing this text."
     ),
-    loop: LoopKind = typer.Option(LoopKind.AUTO, help="Event loop (uvloop when installed)."),
+    loop: LoopName = typer.Option("auto", help="Event loop (uvloop when installed)."),
 ) -> None:
     """Serve /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /version and
     /metrics with a known timing model until interrupted (Ctrl-C)."""
+    from pydantic import ValidationError
+
+    from servekit.bench.loop import LoopKind, run
+    from servekit.bench.sim import Fault, SimConfig, serve_forever
+    from servekit.cli.output import stderr
+    from servekit.seams import option_names, validation_problems
+
     try:
         config = SimConfig(
             model=model,
@@ -89,7 +92,7 @@ def serve_command(
             no_usage=no_usage,
             reject_ignore_eos=reject_ignore_eos,
             role_chunk=not no_role_chunk,
-            fault=fault,
+            fault=Fault(fault) if fault is not None else None,
             fault_every=fault_every,
             fault_match=fault_match,
         )
@@ -101,7 +104,7 @@ def serve_command(
         stderr.print(f"servekit simulator listening on http://{host}:{bound} (model {model})")
 
     try:
-        run(serve_forever(config, host, port, ready), loop)
+        run(serve_forever(config, host, port, ready), LoopKind(loop))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     except OSError as exc:

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+from servekit.cli.choices import RoleName
 from servekit.cli.output import plain, print_json, stdout
-from servekit.config import load_settings
 from servekit.errors import UsageError
-from servekit.seams import output_file, parse_url
-from servekit.store import operator
-from servekit.store.client import download_kit
-from servekit.store.models import OrderStatus, Role
+
+if TYPE_CHECKING:
+    from servekit import config
+    from servekit.store import operator
+else:  # the store and the settings load when a command runs, not for --help
+    from servekit.cli.lazy import LazyModule
+
+    config = LazyModule("servekit.config")
+    operator = LazyModule("servekit.store.operator")
+
+
+def load_settings() -> config.Settings:
+    return config.load_settings()
+
 
 app = typer.Typer(
     help="The store: publish and retract versions, audit the ledger and licence chain, "
@@ -129,6 +140,8 @@ def refund_command(
 ) -> None:
     """Refund an order (all, or --amount-cents of it): reverse that much, queue the provider
     refund, and revoke the entitlement once the order is refunded in full."""
+    from servekit.store.models import OrderStatus
+
     order = operator.refund(load_settings(), order_id, reason, amount_cents=amount_cents)
     if as_json:
         print_json(order.model_dump(mode="json"))
@@ -180,15 +193,17 @@ def add_workspace_command(
 def add_member_command(
     slug: str = typer.Argument(..., help="Workspace slug."),
     email: str = typer.Argument(..., help="Email of the user."),
-    role: Role = typer.Option(Role.MEMBER, "--role", help="owner, buyer or member."),
+    role: RoleName = typer.Option("member", "--role", help="owner, buyer or member."),
     as_json: bool = JSON,
 ) -> None:
     """Add a user to a workspace (or change their role): buyers may buy, members download."""
-    operator.add_member(load_settings(), slug, email, role)
+    from servekit.store.models import Role
+
+    operator.add_member(load_settings(), slug, email, Role(role))
     if as_json:
-        print_json({"ok": True, "workspace": slug, "email": email, "role": role.value})
+        print_json({"ok": True, "workspace": slug, "email": email, "role": role})
         return
-    stdout.print(f"{plain(email)} is {role.value} of {plain(slug)}")
+    stdout.print(f"{plain(email)} is {role} of {plain(slug)}")
 
 
 @app.command("add-token")
@@ -281,6 +296,9 @@ def download_command(
     """
     if "/" in ref:
         raise UsageError(f"{ref!r} is not ID or ID@VERSION", hint="e.g. kimi-k3-8xb300@1.0.0")
+    from servekit.seams import output_file, parse_url
+    from servekit.store.client import download_kit
+
     output_file(out, force=force, option="--out")
     got = download_kit(parse_url(url, "--url"), token, ref, out)
     if as_json:

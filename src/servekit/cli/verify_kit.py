@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from servekit.cli.feed import hold_against_feed
+from servekit.cli.choices import EXPECT_HELP, TRUST_HELP
 from servekit.cli.output import error_json, plain, print_json, stdout
 from servekit.errors import VerificationError
-from servekit.receipts.keys import load_trust_store
-from servekit.verify.expect import Expectation
-from servekit.verify.kit import KitVerification, verify_kit
 
-TRUST_HELP = "Trust file (TOML: each key with the publisher and package ids it may sign), or one publisher's servekit.pub, trusted for this kit's publisher only; recognised by content."
-EXPECT_HELP = "Refuse any kit but this one: ID@VERSION, or ID@>=VERSION for that version or later."
+if TYPE_CHECKING:  # the verifier loads when a kit is verified, not for --help
+    from servekit.verify.kit import KitVerification
+
+__all__ = ["EXPECT_HELP", "TRUST_HELP", "kit_command"]
 
 
 def failure_dict(exc: VerificationError) -> dict[str, Any]:
@@ -36,6 +35,8 @@ def render(result: KitVerification) -> None:
     render_identity(result)
     stdout.print(f"[green]✓ verified[/] {plain(result.source)}")
     stdout.print(f"  signed by:  {result.key_id}")
+    if result.signed_at is not None:
+        stdout.print(f"  signed at:  {result.signed_at:%Y-%m-%dT%H:%M:%SZ}")
     stdout.print(f"  kit digest: sha256:{result.kit_digest} ({result.files} files)")
     stdout.print(f"  model:      {plain(result.model)}")
     stdout.print(f"  evidence:   {len(result.evidence)} file(s) bound to the receipt")
@@ -71,6 +72,11 @@ def kit_command(
     With --feed: 50-54 when the feed is malformed, wrongly signed, expired, rolled back,
     or revokes the kit (docs/feed.md); a retracted figure is a warning.
     """
+    from servekit.cli.feed import hold_against_feed
+    from servekit.receipts.keys import load_trust_store
+    from servekit.verify.expect import Expectation
+    from servekit.verify.kit import verify_kit
+
     wanted = Expectation.parse(expect) if expect is not None else None
     try:
         trusted = load_trust_store(trust, bare_key=True)

@@ -3,28 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from servekit.cli.feed import hold_against_feed
 from servekit.cli.output import fail, plain, print_json, stdout
 from servekit.cli.verify_kit import identity_line
 from servekit.errors import Error, UsageError
-from servekit.receipts.keys import TrustStore, load_trust_store
-from servekit.verify.weights import (
-    Expected,
-    WeightsReport,
-    check_weights,
-    expected_from_kit,
-    expected_from_package,
-    expected_from_pin_file,
-)
-from servekit.weights.hub import Hub
+
+if TYPE_CHECKING:  # the verifier loads when weights are checked, not for --help
+    from servekit.receipts.keys import TrustStore
+    from servekit.verify.weights import Expected, WeightsReport
 
 
 def _expected(
     pin: Path | None, package: Path | None, kit: Path | None, trust: Path | None
 ) -> Expected:
+    from servekit.receipts.keys import load_trust_store
+    from servekit.verify.weights import (
+        expected_from_kit,
+        expected_from_package,
+        expected_from_pin_file,
+    )
+
     given = [p for p in (pin, package, kit) if p is not None]
     if len(given) != 1:
         raise UsageError(
@@ -45,6 +46,8 @@ def _expected(
 
 
 def _feed_trust(feed: Path | None, trust: Path | None) -> TrustStore:
+    from servekit.receipts.keys import TrustStore, load_trust_store
+
     if feed is not None and trust is None:
         raise UsageError("--feed needs --trust: the publisher's key that signs the feed")
     return (
@@ -69,6 +72,8 @@ def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
             f"{expected.source} names no repository and commit, so there is nothing to fetch",
             hint="pins made by `servekit model digest` are local; download the model yourself",
         )
+    from servekit.weights.hub import Hub
+
     return Hub().snapshot(expected.repo, expected.commit)
 
 
@@ -126,6 +131,9 @@ def weights_command(
     it must be the feed of the kit's or package's publisher (with a bare --pin, name it
     with --publisher).
     """
+    from servekit.cli.feed import hold_against_feed
+    from servekit.verify.weights import check_weights
+
     expected = _expected(pin, package, kit, trust)
     if expected.package is not None and not as_json:
         stdout.print(identity_line(*expected.package))

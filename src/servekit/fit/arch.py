@@ -1,9 +1,13 @@
 """The architecture of a model, read from its ``config.json``.
 
 Multimodal wrappers keep the language model's fields in ``text_config`` (Llama 4,
-Kimi-VL); ``quantization_config`` may sit at either level. Only the
-fields a fit needs are read; a missing one is an :class:`ArchitectureError`
-that names it.
+Kimi-VL, Kimi K2.5, Gemma 3, Qwen3-VL) or at the top level (Qwen2.5-VL), and the vision
+tower's in ``vision_config``; ``quantization_config`` may sit at either level. A wrapper
+servekit does not list by name is sized from its ``text_config`` when that names a known
+language model (``model_type``). Fields a model's config leaves to its transformers
+defaults (Gemma 3's ``text_config`` omits its vocabulary and head counts) are filled
+from those defaults. Only the fields a fit needs are read; a missing one is an
+:class:`ArchitectureError` that names it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,48 @@ FAMILIES: dict[str, str] = {
     "DeepseekV2ForCausalLM": "mla",
     "DeepseekV3ForCausalLM": "mla",
     "KimiVLForConditionalGeneration": "mla",
+    "KimiK25ForConditionalGeneration": "mla",
+    "Qwen2VLForConditionalGeneration": "dense",
+    "Qwen2_5_VLForConditionalGeneration": "dense",
+    "Qwen3VLForConditionalGeneration": "dense",
+    "Qwen3VLMoeForConditionalGeneration": "moe",
+    "Gemma3ForConditionalGeneration": "dense",
+    "Mistral3ForConditionalGeneration": "dense",
+}
+
+# text_config.model_type -> family: how a wrapper not listed above is sized
+TEXT_FAMILIES: dict[str, str] = {
+    "llama": "dense",
+    "mistral": "dense",
+    "qwen2": "dense",
+    "qwen3": "dense",
+    "gemma2": "dense",
+    "gemma3_text": "dense",
+    "qwen2_vl_text": "dense",
+    "qwen2_5_vl_text": "dense",
+    "qwen3_vl_text": "dense",
+    "mixtral": "moe",
+    "qwen2_moe": "moe",
+    "qwen3_moe": "moe",
+    "qwen3_vl_moe_text": "moe",
+    "llama4_text": "moe",
+    "deepseek_v2": "mla",
+    "deepseek_v3": "mla",
+    "kimi_k2": "mla",
+}
+
+# transformers' defaults for fields real configs leave out (Gemma3TextConfig's __init__)
+TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+    },
 }
 
 # vLLM's --dtype auto loads a float32 checkpoint in 16 bits, so every dtype here is 2 bytes
@@ -124,7 +170,8 @@ def _need(cfg: dict[str, Any], name: str, *aliases: str, source: str) -> int:
     return value
 
 
-def _architecture_name(cfg: dict[str, Any], source: str) -> str:
+def _architecture(cfg: dict[str, Any], text: dict[str, Any], source: str) -> tuple[str, str]:
+    """(architecture name, family): the name's own family, or a wrapper's language model's."""
     names = cfg.get("architectures") or []
     if not names:
         raise ArchitectureError(
@@ -132,16 +179,44 @@ def _architecture_name(cfg: dict[str, Any], source: str) -> str:
             hint="pass the model's own config.json, which lists its architecture",
         )
     name = str(names[0])
-    if name not in FAMILIES:
-        raise ArchitectureError(
-            f"{source}: architecture {name!r} is not one servekit fit knows",
-            hint="known architectures: " + ", ".join(sorted(FAMILIES)),
-        )
-    return name
+    if name in FAMILIES:
+        return name, FAMILIES[name]
+    kind = str(text.get("model_type") or "") if text is not cfg else ""
+    if kind in TEXT_FAMILIES:
+        return name, TEXT_FAMILIES[kind]
+    wrapped = f" (its text_config's model_type is {kind!r})" if text is not cfg else ""
+    raise ArchitectureError(
+        f"{source}: architecture {name!r}{wrapped} is not one servekit fit knows",
+        hint="known architectures: "
+        + ", ".join(sorted(FAMILIES))
+        + "; a multimodal wrapper is also sized when its text_config's model_type is one of "
+        + ", ".join(sorted(TEXT_FAMILIES)),
+    )
 
 
-def _moe_layers(text: dict[str, Any], layers: int, name: str) -> frozenset[int]:
-    if name.startswith(("Deepseek", "Kimi")):
+def _layer_types(text: dict[str, Any], layers: int) -> tuple[str, ...]:
+    """Each layer's attention kind: ``layer_types``, or Gemma 3's pattern (every Nth layer
+    full attention, the others a sliding window) when only the pattern is given."""
+    if text.get("layer_types"):
+        return tuple(str(t) for t in text["layer_types"])
+    pattern = text.get("sliding_window_pattern")
+    if isinstance(pattern, int) and pattern > 1 and isinstance(text.get("sliding_window"), int):
+        kinds = ("sliding_attention", "full_attention")
+        return tuple(kinds[(i + 1) % pattern == 0] for i in range(layers))
+    return ()
+
+
+def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The language model's fields, with the defaults its config relies on filled in."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        return cfg
+    defaults = TEXT_DEFAULTS.get(str(text.get("model_type") or ""), {})
+    return {**defaults, **text} if defaults else text
+
+
+def _moe_layers(text: dict[str, Any], layers: int, name: str, family: str) -> frozenset[int]:
+    if family == "mla":
         first_dense = int(text.get("first_k_dense_replace") or 0)
         step = int(text.get("moe_layer_freq") or 1)
         return frozenset(i for i in range(first_dense, layers) if i % step == 0)
@@ -166,15 +241,51 @@ def _linear_state(text: dict[str, Any]) -> int:
 
 
 def _vision_params(cfg: dict[str, Any], text_hidden: int) -> int:
-    """A vision encoder's parameters: attention (4 h^2) and MLP (2 h i) per layer, a projector."""
+    """A vision tower's parameters, estimated from ``vision_config`` (for a config-only fit;
+    with safetensors headers the tower's own tensors are counted instead).
+
+    Per encoder layer attention (4 h^2) and an MLP (2 h i, or 3 h i when gated: SiLU, as
+    Qwen2.5-VL's); the patch embedding and a learned position table; then the projector
+    into the language model: a patch merger over ``merge`` patches (h m)^2 + h m x out
+    (Qwen-VL, Kimi K2.5), Llama 4's pixel-shuffle adapter, or one linear map (Gemma 3).
+    Field names differ by model (``depth``, ``vt_hidden_size``...); each is read by all
+    of its names.
+    """
     vision = cfg.get("vision_config")
     if not isinstance(vision, dict):
         return 0
-    hidden = int(_first(vision, "hidden_size", "embed_dim") or 0)
-    layers = int(_first(vision, "num_hidden_layers", "depth") or 0)
-    inter = int(_first(vision, "intermediate_size") or 4 * hidden)
-    out = int(_first(vision, "vision_output_dim", "out_hidden_size") or hidden)
-    return layers * (4 * hidden * hidden + 2 * hidden * inter) + out * text_hidden
+    hidden = int(_first(vision, "hidden_size", "vt_hidden_size", "embed_dim", "width") or 0)
+    layers = int(_first(vision, "num_hidden_layers", "vt_num_hidden_layers", "depth") or 0)
+    inter = int(_first(vision, "intermediate_size", "vt_intermediate_size") or 4 * hidden)
+    gated = str(vision.get("hidden_act") or "") == "silu"
+    encoder = layers * (4 * hidden * hidden + (3 if gated else 2) * hidden * inter)
+    return encoder + _vision_embeddings(vision, hidden) + _projector(vision, hidden, text_hidden)
+
+
+def _vision_embeddings(vision: dict[str, Any], hidden: int) -> int:
+    patch = int(_first(vision, "patch_size") or 14)
+    channels = int(_first(vision, "in_channels", "in_chans", "num_channels") or 3)
+    frames = int(_first(vision, "temporal_patch_size") or 1)
+    side = int(_first(vision, "image_size") or 0) // patch
+    table = int(_first(vision, "init_pos_emb_height") or side) * int(
+        _first(vision, "init_pos_emb_width") or side
+    )
+    return channels * patch * patch * frames * hidden + table * hidden
+
+
+def _projector(vision: dict[str, Any], hidden: int, text_hidden: int) -> int:
+    kernel = vision.get("merge_kernel_size")
+    merge = int(kernel[0]) * int(kernel[1]) if isinstance(kernel, list) and len(kernel) == 2 else 0
+    merge = merge or int(_first(vision, "spatial_merge_size") or 1) ** 2
+    out = int(_first(vision, "out_hidden_size", "text_hidden_size") or text_hidden)
+    if merge > 1:
+        return (hidden * merge) ** 2 + hidden * merge * out
+    adapter_in = int(_first(vision, "projector_input_dim") or 0)
+    if adapter_in:  # Llama 4: pixel shuffle (4 patches in one) into an MLP, then a linear map
+        adapter_out = int(_first(vision, "projector_output_dim") or adapter_in)
+        final = int(_first(vision, "vision_output_dim") or adapter_out)
+        return hidden * 4 * adapter_in + adapter_in * adapter_out + final * text_hidden
+    return hidden * text_hidden
 
 
 def _rope_variants(text: dict[str, Any]) -> list[dict[str, Any]]:
@@ -221,16 +332,14 @@ def _rope_caches(
 
 def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
     """Read the language model's architecture from a parsed ``config.json``."""
-    name = _architecture_name(cfg, source)
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    assert isinstance(text, dict)
+    text = _text_config(cfg)
+    name, family = _architecture(cfg, text, source)
     hidden = _need(text, "hidden_size", source=source)
     layers = _need(text, "num_hidden_layers", source=source)
     heads = _need(text, "num_attention_heads", source=source)
     vocab = _need(text, "vocab_size", source=source)
     kv_heads = int(_first(text, "num_key_value_heads") or heads)
     head_dim = int(_first(text, "head_dim") or hidden // heads)
-    family = FAMILIES[name]
     experts = _experts(text)
     if family in ("moe",) and not experts:
         _need(text, "num_local_experts", "n_routed_experts", "num_experts", source=source)
@@ -269,7 +378,7 @@ def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
         experts=experts,
         moe_intermediate=moe_inter if experts else 0,
         shared_intermediate=shared if experts else 0,
-        moe_layers=_moe_layers(text, layers, name) if experts else frozenset(),
+        moe_layers=_moe_layers(text, layers, name, family) if experts else frozenset(),
         kv_lora_rank=int(text.get("kv_lora_rank") or 0),
         q_lora_rank=int(text.get("q_lora_rank") or 0),
         qk_nope=int(text.get("qk_nope_head_dim") or 0),
@@ -279,10 +388,10 @@ def parse(cfg: dict[str, Any], *, source: str = "config.json") -> Architecture:
         sliding_window=text.get("sliding_window")
         if isinstance(text.get("sliding_window"), int)
         else None,
-        layer_types=tuple(str(t) for t in text.get("layer_types") or ()),
+        layer_types=_layer_types(text, layers),
         linear_state_bytes=_linear_state(text),
         quantization=dict(quant) if isinstance(quant, dict) else {},
-        multimodal=text is not cfg,
+        multimodal=text is not cfg or isinstance(cfg.get("vision_config"), dict),
         vision_params=_vision_params(cfg, hidden),
         rope_caches=_rope_caches(text, name, head_dim, dtype_bytes),
     )

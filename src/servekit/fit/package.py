@@ -2,9 +2,10 @@
 
 The layout comes from the package's serve arguments (``--tensor-parallel-size``,
 ``--enable-expert-parallel``, ``--max-model-len``...), the GPU from
-``hardware.target``. The model comes from a directory given by the caller, or, when
-a Hub client is given, from the pinned commit's config and headers, or from
-``model/config.json`` carried in the package (config basis; no network).
+``hardware.target``. The model comes from a directory (or ``config.json``) given by the
+caller, or from ``model/config.json`` carried in the package (config basis; no network),
+or, when a Hub client is given, from the pinned commit's config and headers. A
+placeholder commit is never looked up: it names nothing on the Hub.
 
 A floor claim (``hardware.floor.weights_per_gpu_gib``) is contradicted when the
 prediction differs from it by more than the prediction's stated error: 2 % from
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from servekit.errors import FitError
 from servekit.fit.arch import read_config
 from servekit.fit.models import GIB, Basis, FitOptions, FitResult, KvDtype, Parallelism
 from servekit.fit.predict import ModelSource, predict
@@ -79,15 +81,24 @@ def options_for(loaded: LoadedPackage) -> FitOptions:
 
 
 def _source(loaded: LoadedPackage, model_dir: Path | None, hub: Hub | None) -> ModelSource | None:
+    """A model directory given by the caller, else the package's own ``model/config.json``
+    (no network), else the pinned commit on the Hub, unless that commit is a placeholder."""
     if model_dir is not None:
         return from_directory(model_dir)
     pin = loaded.package.model
-    if hub is not None:
-        return from_hub(pin.repo, pin.commit, hub=hub)[0]
     vendored = loaded.path(VENDORED_CONFIG)
     if vendored.is_file():
         return ModelSource(f"{pin.repo}@{pin.commit}", read_config(vendored), None)
-    return None
+    if hub is None:
+        return None
+    if pin.placeholder_commit:
+        raise FitError(
+            f"{pin.repo}@{pin.commit} is a placeholder commit, not one on the Hub, and the "
+            f"package holds no {VENDORED_CONFIG}: there is nothing to size",
+            hint="pass a local copy of the model or its config.json (servekit fit --package "
+            f"PKG_DIR MODEL_DIR), or add the model's config.json to the package as {VENDORED_CONFIG}",
+        )
+    return from_hub(pin.repo, pin.commit, hub=hub)[0]
 
 
 def _contradiction(result: FitResult, floor: float | None, error: float) -> str | None:

@@ -136,6 +136,19 @@ def _reasons(
     return (*out, *cost.notes)
 
 
+def context_note(arch: Architecture, options: FitOptions) -> tuple[str, ...]:
+    """A reason when ``--max-model-len`` asks for more than the model's context."""
+    asked = options.max_model_len
+    if asked is None or asked <= arch.max_position:
+        return ()
+    return (
+        f"--max-model-len {asked:,} exceeds the model's context of {arch.max_position:,} tokens "
+        "(max_position_embeddings in config.json): vLLM refuses it unless "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and the model was not trained past its context; "
+        f"this prediction sizes {asked:,} tokens as asked",
+    )
+
+
 def predict(source: ModelSource, options: FitOptions) -> FitResult:
     """The fit of ``source`` on ``options.gpu`` at ``options.parallelism``."""
     arch = arch_mod.parse(source.config, source=f"{source.name}: config.json")  # 1
@@ -171,5 +184,8 @@ def predict(source: ModelSource, options: FitOptions) -> FitResult:
         max_concurrency_at_max_len=b.concurrency,
         fits=fits,
         margin_bytes=b.kv_cache - b.one_request,
-        reasons=_reasons(gpu, options, basis, weights_bytes, b, cost, max_len),
+        reasons=(
+            *context_note(arch, options),
+            *_reasons(gpu, options, basis, weights_bytes, b, cost, max_len),
+        ),
     )

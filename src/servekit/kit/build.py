@@ -7,7 +7,8 @@ Steps:
   3. render the deploy files from the package (compose, Kubernetes, launch.sh) and
      validate compose.yaml against the Compose Specification;
   4. copy package.yaml, evidence, licences, the build recipe and the model pin, and
-     render the model notice, the build notes and README.md;
+     render the model notice, the build notes and README.md; refuse a README that names
+     a kit path the kit does not hold (a buyer has only the kit);
   5. write MANIFEST; its sha256 is the kit's content digest;
   6. build the in-toto statement and sign it into receipt.dsse.json;
   7. write the deterministic ``.tar.gz``.
@@ -16,6 +17,7 @@ Steps:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from servekit.kit.compose import render_compose
 from servekit.kit.k8s import render_k8s
 from servekit.kit.launch import render_launch
 from servekit.kit.notices import BUILD_NOTES, MODEL_NOTICE, render_build_notes, render_model_notice
-from servekit.kit.readme import render_readme
+from servekit.kit.readme import missing_paths, render_readme
 from servekit.kit.sources import copy_sources
 from servekit.kit.validate import validate_compose
 from servekit.package import CheckReport, check, enforce, load_package
@@ -60,12 +62,14 @@ class BuiltKit:
     kit_digest: str
     files: tuple[KitFile, ...]
     archive: bytes
+    signed_at: dt.datetime
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "package": self.package_id,
             "version": self.version,
             "key_id": self.key_id,
+            "signed_at": self.signed_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "kit_digest": f"sha256:{self.kit_digest}",
             "archive_sha256": sha256_hex(self.archive),
             "archive_bytes": len(self.archive),
@@ -89,7 +93,23 @@ def _content(loaded: LoadedPackage, report: CheckReport, key_id: str) -> dict[st
     files[MODEL_NOTICE] = render_model_notice(package)
     files[BUILD_NOTES] = render_build_notes(package)
     files[README_FILE] = render_readme(package, report, key_id)
+    _check_readme_paths(files)
     return files
+
+
+def _check_readme_paths(files: dict[str, bytes]) -> None:
+    """Refuse a README that sends the buyer to a file the kit does not hold (step 4).
+
+    MANIFEST and the receipt are written after the README; they count as held.
+    """
+    held = set(files) | {MANIFEST_FILE, RECEIPT_FILE}
+    missing = missing_paths(files[README_FILE].decode("utf-8"), held)
+    if missing:
+        raise PackageError(
+            f"the kit's {README_FILE} names {', '.join(missing)}, which the kit does not hold",
+            hint="the text comes from package.yaml (summary, workloads, disclosures): name only "
+            "files the kit carries (docs/kit.md lists them), or say where else to get the file",
+        )
 
 
 def _serve_record(package: Package) -> ServeRecord:
@@ -131,6 +151,32 @@ def _check_env(package: Package) -> None:
             f"serve.env sets {', '.join(duplicates)} more than once",
             hint="each variable may appear once; the deploy files cannot express both values",
         )
+
+
+SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
+"""The reproducible-builds variable (reproducible-builds.org/specs/source-date-epoch):
+seconds since 1970-01-01 UTC, used as the signing time when set."""
+
+
+def source_date_epoch(environ: Mapping[str, str]) -> dt.datetime | None:
+    """The time ``SOURCE_DATE_EPOCH`` names in ``environ``, or None when it is unset or empty.
+
+    A value that is not a whole, non-negative number of seconds is refused rather than
+    replaced by the clock: a rebuild that silently took the clock would not reproduce.
+    """
+    raw = environ.get(SOURCE_DATE_EPOCH, "")
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isdigit():
+        raise UsageError(
+            f"{SOURCE_DATE_EPOCH} must be a whole number of seconds since 1970-01-01 UTC "
+            f"(got {raw!r})",
+            hint=f"e.g. {SOURCE_DATE_EPOCH}=1764547200, or unset it to sign at the current time",
+        )
+    try:
+        return dt.datetime.fromtimestamp(int(raw), dt.UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise UsageError(f"{SOURCE_DATE_EPOCH}={raw} is not a time servekit can record") from exc
 
 
 def signing_time(signed_at: dt.datetime | None = None) -> dt.datetime:
@@ -178,6 +224,7 @@ def build_kit(
         kit_digest=kit_digest(files[MANIFEST_FILE]),
         files=kit_files,
         archive=write_archive(kit_files, kit_mtime(loaded.package)),  # 7
+        signed_at=when,
     )
 
 

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 from servekit.kit.command import HF_TOKEN, TOKEN_SECRET, image
-from servekit.package.files import PIN_FILE
+from servekit.package.files import (
+    DEPLOY_DIR,
+    EVIDENCE_DIR,
+    LICENSES_DIR,
+    MANIFEST_FILE,
+    MODEL_DIR,
+    PACKAGE_FILE,
+    PIN_FILE,
+    README_FILE,
+    RECEIPT_FILE,
+)
 from servekit.package.models import Figure, Package, Provenance
 from servekit.package.rules import CheckReport, FigureResult
 from servekit.receipts.statement import evidence_files
@@ -30,9 +42,7 @@ def _measured(package: Package, report: CheckReport) -> list[str]:
         "## What was measured",
         "",
         f"On {package.hardware.target.label} ({package.hardware.target.interconnect}) with "
-        f"{package.engine.name} {package.engine.version}. *Measured* figures were recomputed by "
-        "servekit from the raw records in `evidence/`; *reported* figures come from the named "
-        "source and could not be recomputed.",
+        f"{package.engine.name} {package.engine.version}. {_provenance(package)}",
         "",
         "| figure | value | concurrency | provenance | recomputed | runs / source |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -41,6 +51,16 @@ def _measured(package: Package, report: CheckReport) -> list[str]:
     if package.uses_simulator:
         lines += ["", "**Runs marked simulator measured servekit's simulator, not a real engine.**"]
     return [*lines, "", *_workloads(package)]
+
+
+def _provenance(package: Package) -> str:
+    reported = "*reported* figures come from the named source and could not be recomputed."
+    if not evidence_files(package):  # a kit without evidence/ must not point there
+        return f"The kit holds no raw evidence: every figure is reported; {reported}"
+    return (
+        "*Measured* figures were recomputed by servekit from the raw records in `evidence/`; "
+        + reported
+    )
 
 
 def _workloads(package: Package) -> list[str]:
@@ -141,3 +161,30 @@ def render_readme(package: Package, report: CheckReport, key_id: str) -> bytes:
         *_verify(package, key_id),
     ]
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+_TOP = "|".join(re.escape(d) for d in (DEPLOY_DIR, EVIDENCE_DIR, LICENSES_DIR, MODEL_DIR))
+_FILES = "|".join(re.escape(f) for f in (PACKAGE_FILE, MANIFEST_FILE, README_FILE, RECEIPT_FILE))
+# A kit path: one of the kit's folders followed by a path, or one of its top-level files,
+# not inside a longer name or an absolute path (``/models/x`` names the node, not the kit).
+# Case-insensitive, so ``Model/pin.json`` is caught and then found missing.
+_KIT_PATH = re.compile(
+    rf"(?<![\w/.-])(?:(?:{_TOP})/[\w./-]*|(?:{_FILES}))(?![\w/-])", re.IGNORECASE
+)
+
+
+def named_paths(readme: str) -> list[str]:
+    """Every kit path ``readme`` names (``deploy/compose.yaml``, ``deploy/k8s/``,
+    ``model/pin.json``...), in order, without trailing sentence punctuation."""
+    found = (m.group(0).rstrip(".") for m in _KIT_PATH.finditer(readme))
+    return list(dict.fromkeys(found))
+
+
+def missing_paths(readme: str, kit_paths: set[str]) -> list[str]:
+    """The paths ``readme`` names that are neither a file of the kit nor a folder of one."""
+    folders = {
+        path.rsplit("/", i)[0] + "/" for path in kit_paths for i in range(1, path.count("/") + 1)
+    }
+    return [
+        p for p in named_paths(readme) if p not in kit_paths and p.rstrip("/") + "/" not in folders
+    ]

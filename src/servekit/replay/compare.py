@@ -200,6 +200,21 @@ def workload_results(
     return tuple(results)
 
 
+def nothing_to_compare(result: Comparison) -> bool:
+    """Whether the kit publishes no measured figure to hold the replay against, and the
+    replay measured at least one of its reported figures without a failed request.
+
+    Then there is nothing to reproduce and nothing went wrong: the buyer gets their own
+    measurement beside each reported value (exit 0), not a regression (exit 55).
+    """
+    shown = [f for f in result.figures if f.verdict is not Verdict.RETRACTED]
+    return (
+        all(f.provenance is Provenance.REPORTED for f in shown)
+        and any(f.verdict is Verdict.REPORTED for f in shown)
+        and result.failed_requests == 0
+    )
+
+
 def compare(kit: Path, directory: Path, *, tolerance_pct: float | None = None) -> Comparison:
     """Compare every figure of ``kit`` with the replay in ``directory``."""
     header = read_header(directory)  # 1

@@ -217,7 +217,7 @@ def principal_for_token(token: str, *, session: Session) -> Principal:
     ).first()
     if row is None:
         raise AuthenticationError(
-            "unknown or revoked API token", hint="create one: servekit store token add"
+            "unknown or revoked API token", hint="create one: servekit store add-token SLUG EMAIL"
         )
     tok, slug, role = row
     return Principal(

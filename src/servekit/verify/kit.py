@@ -27,6 +27,7 @@ This module never imports the kit builder: a verifier must stand on its own.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ class KitVerification:
     simulator: bool
     figures: tuple[FigureRecord, ...]
     contents: KitContents = dataclasses.field(repr=False, compare=False)
+    signed_at: dt.datetime | None = None  # the receipt's; None in receipts from before it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +99,7 @@ class KitVerification:
             "evidence": list(self.evidence),
             "simulator": self.simulator,
             "figures": [f.model_dump(mode="json") for f in self.figures],
+            "signed_at": self.signed_at.strftime("%Y-%m-%dT%H:%M:%SZ") if self.signed_at else None,
         }
 
 
@@ -400,6 +403,7 @@ def verify_contents(
         simulator=statement.predicate.simulator,
         figures=figures,
         contents=kit,
+        signed_at=statement.predicate.signed_at,
     )
 
 

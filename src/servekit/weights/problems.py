@@ -25,6 +25,7 @@ from servekit.errors import (
     MissingFileError,
     ReadError,
     VerificationError,
+    layout,
 )
 from servekit.weights.models import FileProblem, ProblemKind
 
@@ -59,9 +60,8 @@ def problems_error(problems: Sequence[FileProblem], headline: str) -> Verificati
     cls = next(c for c in PRECEDENCE if c in present)
     first = next(p for p in problems if ERROR_CLASS[p.kind] is cls)
     count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-    body = "\n".join(f"  {p.line()}" for p in problems)
     return cls(
-        f"{headline} ({count}):\n{body}",
+        layout(f"{headline} ({count}):", *(f"  {p.line()}" for p in problems)),
         file=first.path,
         expected=first.expected,
         actual=first.actual,
