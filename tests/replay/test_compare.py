@@ -209,7 +209,11 @@ def _all_reported(data: dict[str, Any]) -> None:
     for figure in data["measurements"]["figures"]:
         if figure["provenance"] == "measured":
             figure.pop("runs", None)
-            stated = {**source.get("workload", {}), "concurrency": figure["concurrency"]}
+            stated = {
+                **source.get("workload", {}),
+                "concurrency": figure["concurrency"],
+                "modalities": ["text"],
+            }
             figure.update(provenance="reported", source={**source, "workload": stated})
 
 
