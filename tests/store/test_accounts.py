@@ -3,6 +3,8 @@ lookup across a workspace boundary answers "not found"."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy.orm import Session
 
@@ -11,6 +13,7 @@ from servekit.errors import (
     PermissionDeniedError,
     StoreConflictError,
     StoreNotFoundError,
+    TooManySignInsError,
     UsageError,
 )
 from servekit.store import accounts
@@ -22,15 +25,16 @@ def _workspace(db: Session, slug: str = "acme") -> tuple[int, int]:
     return owner, accounts.create_workspace(slug, slug.title(), owner_id=owner, session=db)
 
 
-@pytest.mark.parametrize(
-    ("email", "password"), [("no-at-sign", "long enough"), ("a@b.test", "short")]
-)
-def test_a_user_needs_an_email_and_an_eight_character_password(
-    db: Session, email: str, password: str
-) -> None:
-    with pytest.raises(UsageError, match="at least 8 characters") as info:
-        accounts.create_user(email, password, session=db)
-    assert info.value.hint == "choose a longer password"
+def test_a_user_needs_an_email_address(db: Session) -> None:
+    with pytest.raises(UsageError, match="'no-at-sign' is not an email address"):
+        accounts.create_user("no-at-sign", "long enough", session=db)
+
+
+@pytest.mark.parametrize("password", ["short", "12345678", "Password123!", "owner-acme-pass"])
+def test_a_user_needs_a_password_the_policy_accepts(db: Session, password: str) -> None:
+    with pytest.raises(UsageError, match="the password ") as info:
+        accounts.create_user("owner@acme.test", password, session=db)
+    assert "passphrase" in str(info.value.hint)
 
 
 def test_emails_are_unique_whatever_their_case(db: Session) -> None:
@@ -108,3 +112,73 @@ def test_a_token_is_revoked_once_and_only_by_its_owner(db: Session) -> None:
         accounts.principal_for_token(new.token, session=db)
     with pytest.raises(StoreNotFoundError, match="no token 999999"):
         accounts.revoke_token(owner, 999_999, session=db)
+
+
+# --- sign-in throttling (docs/store.md, "Sign-in throttling") ---------------------------
+
+
+def _fail(db: Session, email: str, client: str, times: int) -> None:
+    """``times`` attempts whose password was wrong: each is recorded as a failure when it
+    begins, and only a correct password removes that record (so no check is needed)."""
+    for _ in range(times):
+        accounts.begin_sign_in(email, client, session=db)
+
+
+def test_an_account_waits_a_doubling_backoff_after_its_free_failures(db: Session) -> None:
+    _fail(db, "ada@acme.test", "192.0.2.1", accounts.ACCOUNT_FREE)
+    with pytest.raises(TooManySignInsError, match="5 failed sign-ins for this account") as info:
+        accounts.begin_sign_in("ADA@acme.test", "198.51.100.7", session=db)  # any address
+    assert 55 <= info.value.retry_after <= 60
+    assert "password reset" not in str(info.value).lower()
+    assert [accounts.backoff(n).total_seconds() for n in (4, 5, 6, 7, 12, 60)] == [
+        0,
+        60,
+        120,
+        240,
+        3600,
+        3600,
+    ]
+
+
+def test_a_correct_password_clears_the_account_failures(db: Session) -> None:
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+    _fail(db, "ada@acme.test", "192.0.2.1", accounts.ACCOUNT_FREE - 1)
+    accounts.begin_sign_in("ada@acme.test", "192.0.2.1", session=db)
+    assert accounts.sign_in("ada@acme.test", "long enough", session=db)
+    _fail(db, "ada@acme.test", "192.0.2.1", accounts.ACCOUNT_FREE)  # free again
+
+
+def test_a_colleagues_typos_do_not_lock_out_another_account(db: Session) -> None:
+    office = "192.0.2.50"
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+    accounts.create_user("bob@acme.test", "bobs own phrase", session=db)
+    _fail(db, "ada@acme.test", office, accounts.ACCOUNT_FREE)
+    with pytest.raises(TooManySignInsError):
+        accounts.begin_sign_in("ada@acme.test", office, session=db)
+    accounts.begin_sign_in("bob@acme.test", office, session=db)
+    assert accounts.sign_in("bob@acme.test", "bobs own phrase", session=db)
+
+
+def test_failures_across_many_accounts_close_the_address(db: Session) -> None:
+    sprayer = "203.0.113.66"
+    for n in range(accounts.ADDRESS_ACCOUNTS - 1):
+        _fail(db, f"user{n}@acme.test", sprayer, 1)
+    with pytest.raises(TooManySignInsError, match="9 other accounts from your address") as info:
+        accounts.begin_sign_in("next@acme.test", sprayer, session=db)
+    assert 0 < info.value.retry_after <= accounts.ADDRESS_WINDOW.total_seconds()
+    accounts.begin_sign_in("next@acme.test", "198.51.100.8", session=db)  # not another address
+
+
+def test_an_unknown_email_costs_the_same_argon2_check(db: Session) -> None:
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+
+    def timed(email: str) -> float:
+        start = time.perf_counter()
+        with pytest.raises(AuthenticationError, match="wrong email or password"):
+            accounts.sign_in(email, "wrong guess", session=db)
+        return time.perf_counter() - start
+
+    timed("nobody@acme.test")  # the dummy hash is made once, on first use
+    known = min(timed("ada@acme.test") for _ in range(2))
+    unknown = min(timed("nobody@acme.test") for _ in range(2))
+    assert 0.5 < unknown / known < 2, (known, unknown)

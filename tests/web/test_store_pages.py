@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from servekit.config import Settings
-from servekit.store.accounts import SIGN_IN_FAILURES
+from servekit.store.accounts import ACCOUNT_FREE
 from servekit.web.app import create_app
 from tests.store.conftest import make_variant
 from tests.web.server import store_publish
@@ -87,7 +87,7 @@ def test_sign_in_is_limited_across_workers(home: Path) -> None:
     attacker = ("203.0.113.9", 50000)
     client = TestClient(create_app(Settings(home=home)), base_url=BASE, client=attacker)
     _signup(client, "target@example.com", "target")
-    for _ in range(SIGN_IN_FAILURES):
+    for _ in range(ACCOUNT_FREE):
         form = client.get("/signin")
         wrong = client.post(
             "/signin",
@@ -110,7 +110,10 @@ def test_sign_in_is_limited_across_workers(home: Path) -> None:
                 "csrf_token": _csrf(form.text),
             },
         )
-    assert right.status_code == 429 and "too many failed sign-ins" in right.text
+    assert right.status_code == 429 and "failed sign-ins for this account" in right.text
+    wait = int(right.headers["retry-after"])
+    assert 0 < wait <= 60 and f"try again in {wait} seconds" in right.text
+    assert "reset" not in right.text.lower()  # no way out that does not exist
 
 
 def test_a_workspace_is_invisible_to_non_members(client: TestClient, home: Path) -> None:

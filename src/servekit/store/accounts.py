@@ -1,17 +1,34 @@
 """Users, sessions, workspaces, memberships and API tokens.
 
-Passwords are hashed with argon2 (``argon2-cffi``). Session and API tokens are 32 random
-bytes, shown once and stored as their sha256 (they carry their own entropy, so a slow hash
-adds nothing). Every lookup that crosses a workspace boundary answers "not found", so a
-caller cannot learn what another workspace holds.
+Passwords are hashed with argon2 (``argon2-cffi``) and must pass the policy of
+:mod:`servekit.store.passwords`. Session and API tokens are 32 random bytes, shown once and
+stored as their sha256 (they carry their own entropy, so a slow hash adds nothing). Every
+lookup that crosses a workspace boundary answers "not found", so a caller cannot learn
+what another workspace holds. A sign-in for an email with no account checks the password
+against a dummy hash, so it takes as long as one for an account.
+
+Sign-in throttling (docs/store.md, "Sign-in throttling"): each attempt is recorded as a
+failure *before* its password is checked (:func:`begin_sign_in`), in a transaction that
+holds a lock on the account and on the address (PostgreSQL advisory locks; SQLite's one
+writer), so concurrent guesses are counted one after another and a burst cannot get more
+passwords checked than the limit; a correct password deletes the account's failures.
+
+* per account: :data:`ACCOUNT_FREE` failures in :data:`ACCOUNT_LOOKBACK` are free; each
+  further one waits a backoff from the latest failure that doubles from
+  :data:`BACKOFF_FIRST` up to :data:`BACKOFF_MAX`;
+* per address: failures for :data:`ADDRESS_ACCOUNTS` different emails within
+  :data:`ADDRESS_WINDOW` (password spraying) close the address until the oldest of them
+  leaves the window. One person's typos are one email, so they never close an address.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 import secrets
+from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -36,14 +53,19 @@ from servekit.store.models import (
     Workspace,
     utcnow,
 )
+from servekit.store.passwords import check_password
 from servekit.store.results import NewToken, Principal, TokenInfo
 
 SESSION_DAYS = 14
 TOKEN_PREFIX = "sk_"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 BUYING_ROLES = frozenset({Role.OWNER, Role.BUYER})
-SIGN_IN_FAILURES = 5  # failed sign-ins per email, and per client address, in the window
-SIGN_IN_WINDOW = dt.timedelta(minutes=15)
+ACCOUNT_FREE = 5  # failed sign-ins per account before the backoff starts
+ACCOUNT_LOOKBACK = dt.timedelta(hours=24)
+BACKOFF_FIRST = dt.timedelta(minutes=1)
+BACKOFF_MAX = dt.timedelta(hours=1)
+ADDRESS_ACCOUNTS = 10  # different emails failing from one address in the window
+ADDRESS_WINDOW = dt.timedelta(minutes=15)
 
 _hasher = PasswordHasher()
 
@@ -52,14 +74,18 @@ def _sha(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+@cache
+def _dummy_hash() -> str:
+    """What an email with no account is checked against: the same argon2 work."""
+    return _hasher.hash(secrets.token_urlsafe(16))
+
+
 def create_user(email: str, password: str, *, session: Session) -> int:
-    """A new user; refuses a taken email or a password under 8 characters."""
+    """A new user; refuses a taken email or a password the policy refuses."""
     email = email.strip().lower()
-    if "@" not in email or len(password) < 8:
-        raise UsageError(
-            "a user needs an email address and a password of at least 8 characters",
-            hint="choose a longer password",
-        )
+    if "@" not in email:
+        raise UsageError(f"{email!r} is not an email address", hint="give name@domain")
+    check_password(password, email=email)
     if session.scalar(select(User.id).where(User.email == email)) is not None:
         raise StoreConflictError(f"a user with email {email} exists", hint="sign in instead")
     user = User(email=email, password_hash=_hasher.hash(password))
@@ -77,40 +103,90 @@ def user_id_by_email(email: str, *, session: Session) -> int:
     return uid
 
 
-def _check_rate(email: str, client: str, session: Session) -> None:
-    since = utcnow() - SIGN_IN_WINDOW
-    for column, value in ((SignInFailure.email, email), (SignInFailure.client, client)):
-        failures = session.scalar(
-            select(func.count(SignInFailure.id)).where(column == value, SignInFailure.at > since)
+def _lock(key: str, session: Session) -> None:
+    """Serialize sign-in attempts on ``key`` until the transaction ends (PostgreSQL; on
+    SQLite every writing transaction already holds the database's one write lock)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+
+
+def backoff(failures: int) -> dt.timedelta:
+    """How long after its latest failure an account with ``failures`` waits (0: free)."""
+    if failures < ACCOUNT_FREE:
+        return dt.timedelta(0)
+    doubled: dt.timedelta = BACKOFF_FIRST * 2 ** min(failures - ACCOUNT_FREE, 32)
+    return min(doubled, BACKOFF_MAX)
+
+
+def _throttled(seconds: float, message: str, hint: str) -> TooManySignInsError:
+    wait = max(1, math.ceil(seconds))
+    return TooManySignInsError(
+        f"{message}; try again in {wait} seconds", retry_after=wait, hint=hint
+    )
+
+
+def _check_account(email: str, now: dt.datetime, session: Session) -> None:
+    count, latest = session.execute(
+        select(func.count(SignInFailure.id), func.max(SignInFailure.at)).where(
+            SignInFailure.email == email, SignInFailure.at > now - ACCOUNT_LOOKBACK
         )
-        if (failures or 0) >= SIGN_IN_FAILURES:
-            raise TooManySignInsError(
-                f"too many failed sign-ins in the last {SIGN_IN_WINDOW.seconds // 60} minutes",
-                hint="wait a few minutes, then try again (or reset the password)",
-            )
+    ).one()
+    if latest is not None and (wait := latest + backoff(count) - now).total_seconds() > 0:
+        raise _throttled(
+            wait.total_seconds(),
+            f"{count} failed sign-ins for this account",
+            "wait, then type the password carefully: each failure doubles the wait",
+        )
 
 
-def record_failure(email: str, client: str, *, session: Session) -> None:
-    """Count a failed sign-in (in its own transaction: the failing one rolls back)."""
-    session.add(SignInFailure(email=email.strip().lower(), client=client[:64]))
+def _check_address(email: str, client: str, now: dt.datetime, session: Session) -> None:
+    since = now - ADDRESS_WINDOW
+    others = (
+        select(SignInFailure.email, func.min(SignInFailure.at).label("first"))
+        .where(SignInFailure.client == client, SignInFailure.at > since)
+        .where(SignInFailure.email != email)
+        .group_by(SignInFailure.email)
+        .subquery()
+    )
+    count, oldest = session.execute(select(func.count(), func.min(others.c.first))).one()
+    if count >= ADDRESS_ACCOUNTS - 1 and oldest is not None:
+        raise _throttled(
+            (oldest + ADDRESS_WINDOW - now).total_seconds(),
+            f"failed sign-ins for {count} other accounts from your address",
+            "this looks like password guessing across accounts; wait, or sign in from "
+            "another network",
+        )
 
 
-def sign_in(email: str, password: str, *, session: Session, client: str | None = None) -> str:
+def begin_sign_in(email: str, client: str, *, session: Session) -> None:
+    """Refuse a throttled attempt, else record it as a failure before the password is
+    checked (the policy above); run it in a transaction of its own, committed first."""
+    email, client = email.strip().lower(), client[:64]
+    for key in sorted((f"sign-in:email:{email}", f"sign-in:client:{client}")):
+        _lock(key, session)
+    now = utcnow()
+    _check_account(email, now, session)
+    _check_address(email, client, now, session)
+    session.add(SignInFailure(email=email, client=client, at=now))
+
+
+def sign_in(email: str, password: str, *, session: Session) -> str:
     """Check the password and open a session; returns the session token (shown once).
 
-    With ``client`` (the caller's address), refuses once :data:`SIGN_IN_FAILURES` failures
-    for the email or the client are recorded in the last :data:`SIGN_IN_WINDOW`; callers
-    record each failure with :func:`record_failure`.
+    An unknown email is checked against a dummy hash (the same time as a known one). A
+    correct password deletes the account's recorded failures. Throttling is the
+    caller's: :func:`begin_sign_in` first, committed, for every attempt from outside.
     """
     email = email.strip().lower()
-    if client is not None:
-        _check_rate(email, client[:64], session)
     user = session.scalar(select(User).where(User.email == email))
     try:
-        if user is None or not _hasher.verify(user.password_hash, password):
+        if not _hasher.verify(user.password_hash if user else _dummy_hash(), password):
             raise AuthenticationError("wrong email or password")
     except (VerificationError, InvalidHashError) as exc:
         raise AuthenticationError("wrong email or password") from exc
+    if user is None:  # the dummy hash matched: a password nobody can know
+        raise AuthenticationError("wrong email or password")
+    session.execute(delete(SignInFailure).where(SignInFailure.email == email))
     token = secrets.token_urlsafe(32)
     expires = utcnow() + dt.timedelta(days=SESSION_DAYS)
     session.add(LoginSession(user_id=user.id, token_sha256=_sha(token), expires_at=expires))

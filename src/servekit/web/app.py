@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import anyio
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import escape
 from starlette.middleware.sessions import SessionMiddleware
@@ -28,14 +29,14 @@ from servekit import __version__
 from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
 from servekit.config import Settings, load_settings
-from servekit.errors import AuthenticationError, Error, NotFoundError
+from servekit.errors import AuthenticationError, Error, NotFoundError, TooManySignInsError
 from servekit.web.api.app import context_from_settings
-from servekit.web.api.problems import status_of
+from servekit.web.api.problems import internal_error, status_of
 from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
 from servekit.web.feed import current_feed
 from servekit.web.routes import catalog, store
-from servekit.web.security import SecureHeaders
+from servekit.web.security import SecuredApp
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
 from servekit.web.storecatalog import StoreCatalog
 
@@ -47,14 +48,39 @@ def _error_page(request: Request, exc: Exception) -> Response:
         return RedirectResponse("/signin?next=" + quote(request.url.path), status_code=303)
     status = 404 if isinstance(exc, NotFoundError) else status_of(exc)
     status = 400 if status == 500 else status
+    page = _plain_page(status, exc.message, exc.hint or "")
+    if isinstance(exc, TooManySignInsError):
+        page.headers["Retry-After"] = str(exc.retry_after)
+    return page
+
+
+def _plain_page(status: int, message: str, hint: str) -> HTMLResponse:
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>error</title>'
         '<link rel="stylesheet" href="/static/catalog.css"></head><body><main>'
-        f"<h1>{status}</h1><p>{escape(exc.message)}</p>"
-        f'<p class="muted">{escape(exc.hint or "")}</p><p><a href="/">catalog</a></p>'
+        f"<h1>{status}</h1><p>{escape(message)}</p>"
+        f'<p class="muted">{escape(hint)}</p><p><a href="/">catalog</a></p>'
         "</main></body></html>"
     )
     return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def _invalid_page(request: Request, exc: Exception) -> Response:
+    """A page's form or parameters that do not parse (a missing field, a bad number):
+    422 with each problem named, as HTML (the API's routes render their own)."""
+    assert isinstance(exc, RequestValidationError)
+    found = "; ".join(
+        f"{'.'.join(str(part) for part in e['loc'][1:]) or 'request'}: {e['msg']}"
+        for e in exc.errors()
+    )
+    return _plain_page(422, f"the form or address is not valid: {found}", "correct it and retry")
+
+
+def _crash_page(request: Request, exc: Exception) -> Response:
+    """A bug's 500: problem+json under the API, a plain page elsewhere (never the trace)."""
+    if request.url.path.startswith(PREFIX + "/"):
+        return internal_error()
+    return _plain_page(500, "the server failed to answer this request", "try again later")
 
 
 @asynccontextmanager
@@ -78,7 +104,7 @@ async def _settle(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
     """A new app serving ``source`` (default: what the settings' store has published)."""
     settings = settings or load_settings()
-    app = FastAPI(
+    app = SecuredApp(
         title="servekit store API",
         version=__version__,
         docs_url=None,  # the interactive docs load scripts from a CDN; the CSP refuses them
@@ -116,7 +142,10 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     app.include_router(store.router, include_in_schema=False)
     app.include_router(api_router(ctx))
     app.add_exception_handler(Error, _error_page)
-    # outermost last: secure headers, the session cookie, the CSRF check, cached pages
+    app.add_exception_handler(RequestValidationError, _invalid_page)
+    app.add_exception_handler(Exception, _crash_page)
+    # outermost last: the session cookie, the CSRF check, cached pages (the secure headers
+    # and the body limit wrap all of it, Starlette's error handler included: SecuredApp)
     app.add_middleware(catalog.CachedPages, state=app.state)
     app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
     app.add_middleware(
@@ -126,5 +155,4 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         same_site="lax",
         https_only=True,
     )
-    app.add_middleware(SecureHeaders)
     return app

@@ -16,17 +16,18 @@ from schemathesis.checks import not_a_server_error
 from servekit.config import Settings
 from servekit.store.operator import add_user, add_workspace
 from servekit.web.app import create_app
-from tests.store.conftest import make_variant
+from tests.store.conftest import Backend, make_variant
 from tests.web.server import store_publish
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+def served(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     root = tmp_path_factory.mktemp("fuzz")
     home = root / "home"
+    url = backend.new_url()
     pkg = make_variant(root / "pkg", pkg_id="test-priced", version="1.0.0", usd=49.99, maint=19)
-    store_publish([pkg], home)
-    config = Settings(home=home)
+    store_publish([pkg], home, url)
+    config = Settings(home=home, database_url=url)
     add_user(config, "fuzz@example.com", "correct horse")
     add_workspace(config, "alpha", "Alpha", "fuzz@example.com")
     app = create_app(config)

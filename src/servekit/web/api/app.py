@@ -10,17 +10,19 @@ from servekit.store.db import open_store
 from servekit.store.payments import provider_from_settings
 from servekit.web.api.context import ApiContext
 from servekit.web.api.routes import api_router
+from servekit.web.security import SecuredApp
 
 
 def create_api_app(ctx: ApiContext) -> FastAPI:
     """An app with the ``/api/v1`` router and its OpenAPI document at ``/api/v1/openapi.json``."""
-    app = FastAPI(
+    app = SecuredApp(
         title="servekit store API",
         version=__version__,
         openapi_url="/api/v1/openapi.json",
         docs_url="/api/v1/docs",
         redoc_url=None,
     )
+    app.state.store = ctx.store
     app.include_router(api_router(ctx))
     return app
 

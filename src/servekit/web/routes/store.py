@@ -27,7 +27,17 @@ from servekit.store.db import Store
 from servekit.store.models import Clause, OrderKind, Role
 from servekit.store.results import Principal
 from servekit.web import signin
-from servekit.web.api.routes import MAX_ID, RowId, kit_response
+from servekit.web.api.routes import MAX_ID, USER_AGENT_MAX, RowId, kit_response
+from servekit.web.fields import (
+    EMAIL_MAX,
+    KEY_MAX,
+    NAME_MAX,
+    PARAGRAPH_MAX,
+    PASSWORD_MAX,
+    form_choice,
+    form_text,
+    printable_prefix,
+)
 from servekit.web.pages import render
 from servekit.web.sessions import csrf_token
 
@@ -94,6 +104,8 @@ def signup_form(request: Request) -> HTMLResponse:
 
 @router.post("/signup")
 def signup(request: Request, email: Text, password: Text, workspace: Text) -> Response:
+    _credentials(email, password)
+    form_text(workspace, "workspace")
     with _store(request).transaction() as s:
         uid = accounts.create_user(email, password, session=s)
         accounts.create_workspace(workspace, workspace, owner_id=uid, session=s)
@@ -111,6 +123,7 @@ def signin_form(request: Request, next: str = "/account") -> HTMLResponse:
 def signin_post(
     request: Request, email: Text, password: Text, next: Annotated[str, Form()] = "/account"
 ) -> Response:
+    _credentials(email, password)
     token = signin.sign_in(_store(request), email, password, _client(request))
     _signed_in(request, token)
     return _to(_safe_next(next))
@@ -159,8 +172,8 @@ def workspace_page(request: Request, workspace: str) -> HTMLResponse:
 def add_member(request: Request, workspace: str, email: Text, role: Text) -> Response:
     with _member(request, workspace) as (s, p):
         accounts.require_owner(p)
-        member = accounts.user_id_by_email(email, session=s)
-        accounts.add_member(p.workspace_id, member, Role(role), session=s)
+        member = accounts.user_id_by_email(form_text(email, "email", EMAIL_MAX), session=s)
+        accounts.add_member(p.workspace_id, member, form_choice(Role, role, "role"), session=s)
     return _to(f"/w/{quote(workspace)}")
 
 
@@ -168,7 +181,7 @@ def add_member(request: Request, workspace: str, email: Text, role: Text) -> Res
 def new_token(request: Request, workspace: str, name: Text) -> HTMLResponse:
     """The token is on this response only: it is stored as a hash."""
     with _member(request, workspace) as (s, p):
-        made = accounts.create_token(p, name, session=s)
+        made = accounts.create_token(p, form_text(name, "token name"), session=s)
     return _page(request, "store/token.html", ws=p, token=made, status=201)
 
 
@@ -217,8 +230,10 @@ def new_quote(
     request: Request, workspace: Text, package_id: Text, version: Text, kind: Text
 ) -> Response:
     """Price the version: nothing is charged until the quote is confirmed."""
+    order_kind = form_choice(OrderKind, kind, "kind")
+    form_text(package_id, "package id")
+    form_text(version, "version")
     with _member(request, workspace) as (s, p):
-        order_kind = OrderKind(kind)
         wanted = None if order_kind is OrderKind.SUBSCRIPTION else version
         q = checkout.create_quote(p, package_id, wanted, order_kind, session=s)
     return _to(f"/w/{quote(workspace)}/quotes/{q.id}")
@@ -244,6 +259,7 @@ def quote_page(request: Request, workspace: str, quote_id: RowId) -> HTMLRespons
 @router.post("/w/{workspace}/quotes/{quote_id}/confirm")
 def confirm(request: Request, workspace: str, quote_id: RowId, idempotency_key: Text) -> Response:
     """Charge once per idempotency key (a second submit of the form replays the order)."""
+    form_text(idempotency_key, "idempotency key", KEY_MAX)
     with _member(request, workspace) as (s, p):
         order = checkout.confirm(
             p, quote_id, idempotency_key, provider=request.app.state.provider, session=s
@@ -286,14 +302,16 @@ async def sign_licence(request: Request, workspace: str, package_id: str, versio
             p,
             package_id,
             version,
-            licensed_entity=_required(field("licensed_entity"), "licensed entity"),
+            licensed_entity=_required(field("licensed_entity"), "licensed entity", PARAGRAPH_MAX),
             signer_name=_required(field("signer_name"), "signer name"),
             signer_title=_required(field("signer_title"), "signer title"),
-            authority_statement=_required(field("authority_statement"), "authority statement"),
+            authority_statement=_required(
+                field("authority_statement"), "authority statement", PARAGRAPH_MAX
+            ),
             affirmed=affirmed,
-            terms_sha256=field("terms_sha256"),
+            terms_sha256=form_text(field("terms_sha256"), "terms sha256", 64),
             ip=_client(request),
-            user_agent=request.headers.get("user-agent", ""),
+            user_agent=printable_prefix(request.headers.get("user-agent", ""), USER_AGENT_MAX),
             session=s,
         )
     quote_id = field("quote_id")
@@ -302,7 +320,17 @@ async def sign_licence(request: Request, workspace: str, package_id: str, versio
     return _to(f"/w/{quote(workspace)}")
 
 
-def _required(value: str, what: str) -> str:
+def _required(value: str, what: str, max_length: int = NAME_MAX) -> str:
     if not value:
         raise UsageError(f"the {what} is required", hint="fill in every field of the form")
-    return value
+    return form_text(value, what, max_length, lines=max_length > NAME_MAX)
+
+
+def _credentials(email: str, password: str) -> None:
+    """Bounds on a sign-up or sign-in form's email and password (before any hashing)."""
+    form_text(email, "email", EMAIL_MAX)
+    if len(password) > PASSWORD_MAX:
+        raise UsageError(
+            f"the password is {len(password)} characters long; at most {PASSWORD_MAX} are accepted",
+            hint="choose a shorter password",
+        )
