@@ -170,10 +170,11 @@ def workspace_page(request: Request, workspace: str) -> HTMLResponse:
 
 @router.post("/w/{workspace}/members")
 def add_member(request: Request, workspace: str, email: Text, role: Text) -> Response:
+    chosen = form_choice(Role, role, "role")
     with _member(request, workspace) as (s, p):
         accounts.require_owner(p)
         member = accounts.user_id_by_email(form_text(email, "email", EMAIL_MAX), session=s)
-        accounts.add_member(p.workspace_id, member, form_choice(Role, role, "role"), session=s)
+        accounts.add_member(p.workspace_id, member, chosen, session=s)
     return _to(f"/w/{quote(workspace)}")
 
 
