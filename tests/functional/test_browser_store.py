@@ -79,6 +79,10 @@ def test_sign_up_buy_sign_the_licence_download_and_verify(
     page.fill("input[name=password]", "correct horse battery")
     page.fill("input[name=workspace]", "acme")
     page.get_by_role("button", name="Create the account").click()
+    expect(page.locator("#signed-up")).to_contain_text("If that email had no account")
+    page.fill("input[name=email]", "buyer@example.com")  # sign-up never signs in: it
+    page.fill("input[name=password]", "correct horse battery")  # cannot tell who exists
+    page.get_by_role("button", name="Sign in").click()
     expect(page.locator("h1")).to_have_text("Workspace acme")
     shot("workspace-new")
 

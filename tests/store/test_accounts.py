@@ -182,3 +182,29 @@ def test_an_unknown_email_costs_the_same_argon2_check(db: Session) -> None:
     known = min(timed("ada@acme.test") for _ in range(2))
     unknown = min(timed("nobody@acme.test") for _ in range(2))
     assert 0.5 < unknown / known < 2, (known, unknown)
+
+
+# --- sign-up that cannot tell who has an account ---------------------------------------
+
+
+def test_sign_up_of_a_taken_email_leaves_the_same_visible_state(db: Session) -> None:
+    ada = accounts.create_user("ada@acme.test", "long enough", session=db)
+    accounts.sign_up("new@acme.test", "a fresh phrase", "fresh", session=db)
+    accounts.sign_up(" ADA@acme.test", "an attacker guess", "taken", session=db)
+    for slug in ("fresh", "taken"):  # both slugs are taken now
+        with pytest.raises(StoreConflictError, match=f"workspace {slug} exists"):
+            accounts.sign_up("zed@acme.test", "yet another phrase", slug, session=db)
+    assert accounts.workspaces_of(ada, session=db) == []  # ada's account gained nothing
+    with pytest.raises(AuthenticationError):  # and its password is unchanged
+        accounts.sign_in("ada@acme.test", "an attacker guess", session=db)
+    new = accounts.user_id_by_email("new@acme.test", session=db)
+    assert accounts.workspaces_of(new, session=db) == [("fresh", "fresh", Role.OWNER)]
+
+
+def test_sign_up_refusals_depend_on_the_form_only(db: Session) -> None:
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+    for email in ("ada@acme.test", "nobody@acme.test"):
+        with pytest.raises(UsageError, match="the password is one of the most common"):
+            accounts.sign_up(email, "password123", "some-ws", session=db)
+        with pytest.raises(UsageError, match="workspace slug 'Bad Slug' is not valid"):
+            accounts.sign_up(email, "a fine phrase", "Bad Slug", session=db)

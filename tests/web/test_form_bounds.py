@@ -27,6 +27,7 @@ def client(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     app = create_app(Settings(home=root / "home", database_url=url))
     with TestClient(app, base_url="https://store.test") as c:
         _post(c, "/signup", email="forms@acme.test", password="ink and paper", workspace="forms")
+        _post(c, "/signin", email="forms@acme.test", password="ink and paper")
         yield c
     app.state.store.engine.dispose()
 

@@ -53,8 +53,18 @@ def _signup(client: TestClient, email: str, workspace: str) -> str:
             "csrf_token": _csrf(form.text),
         },
     )
-    assert answer.status_code == 200 and answer.url.path == f"/w/{workspace}", answer.text
-    return answer.text
+    assert answer.status_code == 200 and answer.url.path == "/signin", answer.text
+    signed_in = client.post(
+        "/signin",
+        data={
+            "email": email,
+            "password": "correct horse",
+            "next": f"/w/{workspace}",
+            "csrf_token": _csrf(answer.text),
+        },
+    )
+    assert signed_in.url.path == f"/w/{workspace}", signed_in.text
+    return signed_in.text
 
 
 def test_forms_need_the_csrf_token_and_pages_are_not_cached(client: TestClient) -> None:

@@ -48,7 +48,19 @@ def _journey(one: TestClient, two: TestClient, settings: Settings) -> None:
                 "csrf_token": token.group(1),
             },
         )
-        assert made.url.path == "/w/shared"
+        assert made.url.path == "/signin"
+        token = re.search(r'name="csrf_token" value="([^"]+)"', made.text)
+        assert token
+        signed_in = one.post(
+            "/signin",
+            data={
+                "email": "w@example.com",
+                "password": "correct horse",
+                "next": "/w/shared",
+                "csrf_token": token.group(1),
+            },
+        )
+        assert signed_in.url.path == "/w/shared"
         two.cookies.update(one.cookies)
         assert two.get("/w/shared").status_code == 200
 

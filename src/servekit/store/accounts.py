@@ -80,11 +80,16 @@ def _dummy_hash() -> str:
     return _hasher.hash(secrets.token_urlsafe(16))
 
 
-def create_user(email: str, password: str, *, session: Session) -> int:
-    """A new user; refuses a taken email or a password the policy refuses."""
+def _valid_email(email: str) -> str:
     email = email.strip().lower()
     if "@" not in email:
         raise UsageError(f"{email!r} is not an email address", hint="give name@domain")
+    return email
+
+
+def create_user(email: str, password: str, *, session: Session) -> int:
+    """A new user; refuses a taken email or a password the policy refuses."""
+    email = _valid_email(email)
     check_password(password, email=email)
     if session.scalar(select(User.id).where(User.email == email)) is not None:
         raise StoreConflictError(f"a user with email {email} exists", hint="sign in instead")
@@ -228,8 +233,7 @@ def require_owner(principal: Principal) -> None:
         )
 
 
-def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:
-    """A new workspace owned by ``owner_id``."""
+def _new_workspace(slug: str, name: str, session: Session) -> int:
     if not SLUG.match(slug):
         raise UsageError(
             f"workspace slug {slug!r} is not valid",
@@ -240,8 +244,38 @@ def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -
     ws = Workspace(slug=slug, name=name)
     session.add(ws)
     session.flush()
-    session.add(Membership(workspace_id=ws.id, user_id=owner_id, role=Role.OWNER))
     return ws.id
+
+
+def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:
+    """A new workspace owned by ``owner_id``."""
+    wid = _new_workspace(slug, name, session)
+    session.add(Membership(workspace_id=wid, user_id=owner_id, role=Role.OWNER))
+    return wid
+
+
+def sign_up(email: str, password: str, workspace: str, *, session: Session) -> None:
+    """A new account and its workspace, doing the same work and leaving the same visible
+    state whether or not ``email`` has an account, so sign-up cannot tell who has one.
+
+    Refusals depend only on the form (the email's shape, the password policy, the slug's
+    shape and whether it is taken), never on the email's account. For a new email: the
+    user (one argon2 hash) and the workspace it owns. For an email with an account: the
+    same hash, discarded, and the workspace reserved with no member (its slug is taken
+    either way; the account gains nothing and the password is never checked, so sign-up
+    is no side door around the sign-in throttle). The caller answers the same in both
+    cases and signs nobody in.
+    """
+    email = _valid_email(email)
+    check_password(password, email=email)
+    wid = _new_workspace(workspace, workspace, session)
+    password_hash = _hasher.hash(password)
+    user_id = session.scalar(select(User.id).where(User.email == email))
+    if user_id is None:
+        user = User(email=email, password_hash=password_hash)
+        session.add(user)
+        session.flush()
+        session.add(Membership(workspace_id=wid, user_id=user.id, role=Role.OWNER))
 
 
 def add_member(workspace_id: int, user_id: int, role: Role, *, session: Session) -> None:

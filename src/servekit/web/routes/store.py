@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -104,19 +104,18 @@ def signup_form(request: Request) -> HTMLResponse:
 
 @router.post("/signup")
 def signup(request: Request, email: Text, password: Text, workspace: Text) -> Response:
+    """The same answer whether or not the email has an account: sign in next
+    (:func:`servekit.store.accounts.sign_up`)."""
     _credentials(email, password)
     form_text(workspace, "workspace")
     with _store(request).transaction() as s:
-        uid = accounts.create_user(email, password, session=s)
-        accounts.create_workspace(workspace, workspace, owner_id=uid, session=s)
-        token = accounts.sign_in(email, password, session=s)
-    _signed_in(request, token)
-    return _to(f"/w/{quote(workspace)}")
+        accounts.sign_up(email, password, workspace, session=s)
+    return _to("/signin?" + urlencode({"next": f"/w/{workspace}", "signed_up": "1"}))
 
 
 @router.get("/signin", response_class=HTMLResponse)
-def signin_form(request: Request, next: str = "/account") -> HTMLResponse:
-    return _page(request, "store/signin.html", next=_safe_next(next))
+def signin_form(request: Request, next: str = "/account", signed_up: str = "") -> HTMLResponse:
+    return _page(request, "store/signin.html", next=_safe_next(next), signed_up=bool(signed_up))
 
 
 @router.post("/signin")
