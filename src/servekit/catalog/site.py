@@ -35,6 +35,7 @@ from servekit.catalog.cards import Card
 from servekit.catalog.chart import render_chart
 from servekit.catalog.listing import PAGE_SIZE, Listing, Query
 from servekit.catalog.pages import Catalog, Entry, Links, PackagePage, listing_of, package_page
+from servekit.catalog.text import finalize
 from servekit.errors import UsageError
 
 STYLESHEET = "catalog.css"
@@ -66,6 +67,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         auto_reload=False,
+        finalize=finalize,  # direction and invisible characters shown escaped (text.py)
     )
     env.globals["query_string"] = query_string
     env.globals["Query"] = Query

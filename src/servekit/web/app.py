@@ -28,6 +28,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from servekit import __version__
 from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
+from servekit.catalog.text import inert
 from servekit.config import Settings, load_settings
 from servekit.errors import AuthenticationError, Error, NotFoundError, TooManySignInsError
 from servekit.web.api.app import context_from_settings
@@ -58,8 +59,8 @@ def _plain_page(status: int, message: str, hint: str) -> HTMLResponse:
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>error</title>'
         '<link rel="stylesheet" href="/static/catalog.css"></head><body><main>'
-        f"<h1>{status}</h1><p>{escape(message)}</p>"
-        f'<p class="muted">{escape(hint)}</p><p><a href="/">catalog</a></p>'
+        f"<h1>{status}</h1><p>{escape(inert(message))}</p>"
+        f'<p class="muted">{escape(inert(hint))}</p><p><a href="/">catalog</a></p>'
         "</main></body></html>"
     )
     return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})

@@ -9,6 +9,7 @@ from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined, se
 
 from servekit.catalog.listing import Query
 from servekit.catalog.site import PAGE_POLICY
+from servekit.catalog.text import finalize
 from servekit.web.links import LiveLinks
 from servekit.web.sessions import CSRF_FIELD
 
@@ -19,13 +20,15 @@ def dollars(cents: int | None) -> str:
 
 @cache
 def environment() -> Environment:
-    """Autoescaping on, undefined names are errors, as for the catalog pages."""
+    """Autoescaping on, undefined names are errors, direction and invisible characters
+    escaped (:mod:`servekit.catalog.text`), as for the catalog pages."""
     env = Environment(
         loader=ChoiceLoader(
             [PackageLoader("servekit.web", "templates"), PackageLoader("servekit.catalog")]
         ),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
+        finalize=finalize,  # direction and invisible characters shown escaped
     )
     env.globals.update(
         Query=Query, page_policy=PAGE_POLICY, links=LiveLinks(), csrf_field=CSRF_FIELD
