@@ -1,6 +1,8 @@
-"""schemathesis against the OpenAPI document the web app serves at /api/v1/openapi.json:
+"""schemathesis against the OpenAPI document the web app serves at /api/v1/openapi.json,
+on SQLite and on PostgreSQL (which refuses NUL in text: the cases that found 500s):
 generated requests, signed in as a buyer who holds a version, never get a 5xx.
-SERVEKIT_TEST_FUZZ_EXAMPLES (default 25) sets the examples per operation."""
+SERVEKIT_TEST_FUZZ_EXAMPLES (default 15 per database, 30 in all) sets the examples per
+operation."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def test_no_server_error(served: tuple[Any, str]) -> None:
 
         @given(case=operation.as_strategy())
         @settings(
-            max_examples=int(os.environ.get("SERVEKIT_TEST_FUZZ_EXAMPLES", "25")),
+            max_examples=int(os.environ.get("SERVEKIT_TEST_FUZZ_EXAMPLES", "15")),
             deadline=None,
             suppress_health_check=list(HealthCheck),
             database=None,

@@ -19,7 +19,7 @@ def create_api_app(ctx: ApiContext) -> FastAPI:
         title="servekit store API",
         version=__version__,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # Swagger UI loads scripts from a CDN, which the CSP refuses
         redoc_url=None,
     )
     app.state.store = ctx.store
