@@ -126,10 +126,12 @@ def _fail(db: Session, email: str, client: str, times: int) -> None:
 
 def test_an_account_waits_a_doubling_backoff_after_its_free_failures(db: Session) -> None:
     _fail(db, "ada@acme.test", "192.0.2.1", accounts.ACCOUNT_FREE)
-    with pytest.raises(TooManySignInsError, match="5 failed sign-ins for this account") as info:
-        accounts.begin_sign_in("ADA@acme.test", "198.51.100.7", session=db)  # any address
+    with pytest.raises(TooManySignInsError, match="5 failed sign-ins for this acc") as info:
+        accounts.begin_sign_in("ADA@acme.test", "192.0.2.1", session=db)
     assert 55 <= info.value.retry_after <= 60
     assert "password reset" not in str(info.value).lower()
+    # a guesser at one address cannot make the account's owner, elsewhere, wait
+    accounts.begin_sign_in("ada@acme.test", "198.51.100.7", session=db)
     assert [accounts.backoff(n).total_seconds() for n in (4, 5, 6, 7, 12, 60)] == [
         0,
         60,
@@ -138,6 +140,17 @@ def test_an_account_waits_a_doubling_backoff_after_its_free_failures(db: Session
         3600,
         3600,
     ]
+
+
+def test_failures_from_many_addresses_close_the_account_at_the_daily_limit(
+    db: Session,
+) -> None:
+    per_address = accounts.ACCOUNT_FREE
+    for n in range(accounts.ACCOUNT_DAILY_MAX // per_address):
+        _fail(db, "ada@acme.test", f"10.0.{n}.1", per_address)
+    with pytest.raises(TooManySignInsError, match="100 failed sign-ins for this account in the"):
+        accounts.begin_sign_in("ada@acme.test", "10.9.9.9", session=db)  # a fresh address
+    accounts.begin_sign_in("bob@acme.test", "10.9.9.9", session=db)  # another account
 
 
 def test_a_correct_password_clears_the_account_failures(db: Session) -> None:

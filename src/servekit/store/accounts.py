@@ -13,9 +13,13 @@ holds a lock on the account and on the address (PostgreSQL advisory locks; SQLit
 writer), so concurrent guesses are counted one after another and a burst cannot get more
 passwords checked than the limit; a correct password deletes the account's failures.
 
-* per account: :data:`ACCOUNT_FREE` failures in :data:`ACCOUNT_LOOKBACK` are free; each
-  further one waits a backoff from the latest failure that doubles from
-  :data:`BACKOFF_FIRST` up to :data:`BACKOFF_MAX`;
+* per account, from one address: :data:`ACCOUNT_FREE` failures in
+  :data:`ACCOUNT_LOOKBACK` are free; each further one waits a backoff from the latest
+  failure that doubles from :data:`BACKOFF_FIRST` up to :data:`BACKOFF_MAX` (a guesser
+  elsewhere cannot make the account's owner wait);
+* per account, from all addresses: :data:`ACCOUNT_DAILY_MAX` failures in
+  :data:`ACCOUNT_LOOKBACK` close the account until the oldest leaves the window (guesses
+  spread over many addresses);
 * per address: failures for :data:`ADDRESS_ACCOUNTS` different emails within
   :data:`ADDRESS_WINDOW` (password spraying) close the address until the oldest of them
   leaves the window. One person's typos are one email, so they never close an address.
@@ -60,7 +64,8 @@ SESSION_DAYS = 14
 TOKEN_PREFIX = "sk_"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 BUYING_ROLES = frozenset({Role.OWNER, Role.BUYER})
-ACCOUNT_FREE = 5  # failed sign-ins per account before the backoff starts
+ACCOUNT_FREE = 5  # failed sign-ins per account and address before the backoff starts
+ACCOUNT_DAILY_MAX = 100  # failed sign-ins per account from all addresses (800-63B: <= 100)
 ACCOUNT_LOOKBACK = dt.timedelta(hours=24)
 BACKOFF_FIRST = dt.timedelta(minutes=1)
 BACKOFF_MAX = dt.timedelta(hours=1)
@@ -130,17 +135,28 @@ def _throttled(seconds: float, message: str, hint: str) -> TooManySignInsError:
     )
 
 
-def _check_account(email: str, now: dt.datetime, session: Session) -> None:
+def _check_account(email: str, client: str, now: dt.datetime, session: Session) -> None:
+    since = now - ACCOUNT_LOOKBACK
+    of_account = (SignInFailure.email == email, SignInFailure.at > since)
     count, latest = session.execute(
         select(func.count(SignInFailure.id), func.max(SignInFailure.at)).where(
-            SignInFailure.email == email, SignInFailure.at > now - ACCOUNT_LOOKBACK
+            *of_account, SignInFailure.client == client
         )
     ).one()
     if latest is not None and (wait := latest + backoff(count) - now).total_seconds() > 0:
         raise _throttled(
             wait.total_seconds(),
-            f"{count} failed sign-ins for this account",
+            f"{count} failed sign-ins for this account from your address",
             "wait, then type the password carefully: each failure doubles the wait",
+        )
+    total, oldest = session.execute(
+        select(func.count(SignInFailure.id), func.min(SignInFailure.at)).where(*of_account)
+    ).one()
+    if total >= ACCOUNT_DAILY_MAX and oldest is not None:
+        raise _throttled(
+            (oldest + ACCOUNT_LOOKBACK - now).total_seconds(),
+            f"{total} failed sign-ins for this account in the last day, from any address",
+            "the account is being guessed at; wait, or ask the operator",
         )
 
 
@@ -170,7 +186,7 @@ def begin_sign_in(email: str, client: str, *, session: Session) -> None:
     for key in sorted((f"sign-in:email:{email}", f"sign-in:client:{client}")):
         _lock(key, session)
     now = utcnow()
-    _check_account(email, now, session)
+    _check_account(email, client, now, session)
     _check_address(email, client, now, session)
     session.add(SignInFailure(email=email, client=client, at=now))
 
