@@ -200,12 +200,11 @@ def sign_in(email: str, password: str, *, session: Session) -> str:
     """
     email = email.strip().lower()
     user = session.scalar(select(User).where(User.email == email))
-    try:
-        if not _hasher.verify(user.password_hash if user else _dummy_hash(), password):
-            raise AuthenticationError("wrong email or password")
-    except (VerificationError, InvalidHashError) as exc:
-        raise AuthenticationError("wrong email or password") from exc
-    if user is None:  # the dummy hash matched: a password nobody can know
+    try:  # argon2 raises on a mismatch; the dummy hash's password is random and unkept
+        _hasher.verify(user.password_hash if user else _dummy_hash(), password)
+    except (VerificationError, InvalidHashError):
+        user = None
+    if user is None:
         raise AuthenticationError("wrong email or password")
     session.execute(delete(SignInFailure).where(SignInFailure.email == email))
     token = secrets.token_urlsafe(32)

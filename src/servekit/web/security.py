@@ -104,7 +104,6 @@ class BodyLimit:
             await _refuse(scope, receive, send)
             return
         seen = 0
-        started = False
 
         async def counted() -> Message:
             nonlocal seen
@@ -114,16 +113,9 @@ class BodyLimit:
                 raise BodyTooLarge
             return message
 
-        async def watch(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, watch)
-        except BodyTooLarge:
-            if started:
-                raise
+        try:  # every reader of a body here reads it whole before it answers
+            await self.app(scope, counted, send)
+        except BodyTooLarge:  # one outside FastAPI's routes (the CSRF check) read too much
             await _refuse(scope, receive, send)
 
 

@@ -83,6 +83,35 @@ def test_a_nul_in_a_path_is_refused_before_any_query(world: World, path: str) ->
     assert "content-security-policy" in answer.headers
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("authority_statement", "signed\x00by the board"),
+        ("licensed_entity", "E" * 4001),
+        ("signer_name", "Ada\nLovelace"),
+        ("terms_sha256", "A" * 64),
+    ],
+)
+def test_a_licence_signature_field_out_of_bounds_is_a_422(
+    world: World, field: str, value: str
+) -> None:
+    body = {
+        "package_id": "kimi-k3-8xb300",
+        "version": "1.0.0",
+        "licensed_entity": "Alice Industries Ltd",
+        "signer_name": "Alice Example",
+        "signer_title": "CTO",
+        "authority_statement": "Director,\nauthorised to sign alone.",  # newlines allowed
+        "affirmations": {},
+        "terms_sha256": "0" * 64,
+        field: value,
+    }
+    answer = world.client.post(
+        "/api/v1/workspaces/alpha/licence-signatures", json=body, headers=auth(world.alice)
+    )
+    _invalid(answer, field)
+
+
 def test_an_idempotency_key_with_a_control_character_is_a_422(world: World) -> None:
     answer = world.client.post(
         "/api/v1/workspaces/alpha/orders",
@@ -140,6 +169,7 @@ def test_a_server_error_carries_the_security_headers(world: World) -> None:
     app.middleware_stack = None  # type: ignore[attr-defined]  # rebuilt with the new route
     with TestClient(app, raise_server_exceptions=False) as client:  # type: ignore[arg-type]
         answer = client.get("/api/v1/test-only-boom")
-    assert answer.status_code == 500
+    assert answer.status_code == 500 and answer.headers["content-type"] == MEDIA_TYPE
+    assert "a bug" not in answer.text  # the trace stays in the log
     assert answer.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]

@@ -9,6 +9,7 @@ from servekit.config import Settings
 from servekit.store.db import open_store
 from servekit.store.payments import provider_from_settings
 from servekit.web.api.context import ApiContext
+from servekit.web.api.problems import internal_error
 from servekit.web.api.routes import api_router
 from servekit.web.security import SecuredApp
 
@@ -23,6 +24,7 @@ def create_api_app(ctx: ApiContext) -> FastAPI:
         redoc_url=None,
     )
     app.state.store = ctx.store
+    app.add_exception_handler(Exception, lambda _request, _exc: internal_error())
     app.include_router(api_router(ctx))
     return app
 
