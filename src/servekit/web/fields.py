@@ -18,15 +18,13 @@ from typing import Annotated, Final, TypeVar
 from pydantic import AfterValidator, StringConstraints
 
 from servekit.errors import UsageError
+from servekit.store import passwords
 
 EMAIL_MAX: Final = 254  # RFC 5321's longest forward path, less its angle brackets
-PASSWORD_MAX: Final = 256  # NIST SP 800-63B: accept at least 64
+PASSWORD_MAX: Final = passwords.MAX_LENGTH  # NIST SP 800-63B: accept at least 64
 NAME_MAX: Final = 200  # token, workspace and signer names, titles
 PARAGRAPH_MAX: Final = 4000  # the licensed entity and authority statement (multi-line)
 KEY_MAX: Final = 200  # idempotency keys
-PACKAGE_ID_MAX: Final = 128
-VERSION_MAX: Final = 64
-SLUG_MAX: Final = 63
 E = TypeVar("E", bound=StrEnum)
 
 # C0, DEL and C1 controls; a paragraph may carry tab, newline and carriage return
@@ -53,7 +51,6 @@ def _no_paragraph_controls(value: str) -> str:
 
 
 # The API's request model fields: pydantic reports a violation as a 422 naming the field.
-Line = Annotated[str, StringConstraints(max_length=NAME_MAX), AfterValidator(_no_line_controls)]
 NonEmptyLine = Annotated[
     str, StringConstraints(min_length=1, max_length=NAME_MAX), AfterValidator(_no_line_controls)
 ]
