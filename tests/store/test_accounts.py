@@ -4,6 +4,7 @@ lookup across a workspace boundary answers "not found"."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy.orm import Session
@@ -18,6 +19,7 @@ from servekit.errors import (
 )
 from servekit.store import accounts
 from servekit.store.models import Role
+from servekit.store.results import Principal
 
 
 def _workspace(db: Session, slug: str = "acme") -> tuple[int, int]:
@@ -221,3 +223,32 @@ def test_sign_up_refusals_depend_on_the_form_only(db: Session) -> None:
             accounts.sign_up(email, "password123", "some-ws", session=db)
         with pytest.raises(UsageError, match="workspace slug 'Bad Slug' is not valid"):
             accounts.sign_up(email, "a fine phrase", "Bad Slug", session=db)
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda db, p: accounts.create_token(p, "x" * 201, session=db), "token name"),
+        (lambda db, p: accounts.create_token(p, "ci\x00", session=db), "token name"),
+        (lambda db, p: accounts.create_token(p, "ci\u202e", session=db), "token name"),
+        (
+            lambda db, p: accounts.create_user("a" * 250 + "@x.test", "ok phrase", session=db),
+            "email",
+        ),
+        (
+            lambda db, p: accounts.create_workspace(
+                "w2", "W" * 201, owner_id=p.user_id, session=db
+            ),
+            "workspace name",
+        ),
+    ],
+)
+def test_names_are_bounded_in_the_store_whoever_calls(
+    db: Session, make: Callable[[Session, Principal], object], said: str
+) -> None:
+    """The operator's CLI reaches these without the web layer's bounds: on PostgreSQL a NUL
+    or a name over its column's size was a database error with a traceback."""
+    owner_id, _ = _workspace(db)
+    owner = accounts.principal_for_user(owner_id, "acme", session=db)
+    with pytest.raises(UsageError, match=f"the {said} must be 1 to"):
+        make(db, owner)

@@ -61,6 +61,8 @@ from servekit.store.passwords import check_password
 from servekit.store.results import NewToken, Principal, TokenInfo
 
 SESSION_DAYS = 14
+EMAIL_MAX = 254  # RFC 5321's longest forward path, less its angle brackets
+NAME_MAX = 200  # workspace and token names (their columns' size)
 TOKEN_PREFIX = "sk_"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 BUYING_ROLES = frozenset({Role.OWNER, Role.BUYER})
@@ -85,8 +87,22 @@ def _dummy_hash() -> str:
     return _hasher.hash(secrets.token_urlsafe(16))
 
 
+def bounded(value: str, what: str, limit: int = NAME_MAX) -> str:
+    """``value`` if it is 1 to ``limit`` printable characters (no control, direction or
+    invisible character), else a :class:`UsageError`: every way in (the web forms, the
+    API, the operator's CLI) is bounded here before the database, whose columns hold
+    ``limit`` and PostgreSQL refuses NUL."""
+    if not 0 < len(value) <= limit or not value.isprintable():
+        raise UsageError(
+            f"the {what} must be 1 to {limit} printable characters; got {len(value)}"
+            + ("" if value.isprintable() else ", with a control or invisible character"),
+            hint=f"give a shorter {what}, without control characters",
+        )
+    return value
+
+
 def _valid_email(email: str) -> str:
-    email = email.strip().lower()
+    email = bounded(email.strip().lower(), "email", EMAIL_MAX)
     if "@" not in email:
         raise UsageError(f"{email!r} is not an email address", hint="give name@domain")
     return email
@@ -264,7 +280,7 @@ def _new_workspace(slug: str, name: str, session: Session) -> int:
 
 def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:
     """A new workspace owned by ``owner_id``."""
-    wid = _new_workspace(slug, name, session)
+    wid = _new_workspace(slug, bounded(name, "workspace name"), session)
     session.add(Membership(workspace_id=wid, user_id=owner_id, role=Role.OWNER))
     return wid
 
@@ -356,6 +372,7 @@ def principal_for_token(token: str, *, session: Session) -> Principal:
 
 def create_token(principal: Principal, name: str, *, session: Session) -> NewToken:
     """A new API token for the principal's user in its workspace (shown once)."""
+    name = bounded(name, "token name")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(
         workspace_id=principal.workspace_id,

@@ -18,11 +18,11 @@ from typing import Annotated, Final, TypeVar
 from pydantic import AfterValidator, StringConstraints
 
 from servekit.errors import UsageError
-from servekit.store import passwords
+from servekit.store import accounts, passwords
 
-EMAIL_MAX: Final = 254  # RFC 5321's longest forward path, less its angle brackets
+EMAIL_MAX: Final = accounts.EMAIL_MAX
 PASSWORD_MAX: Final = passwords.MAX_LENGTH  # NIST SP 800-63B: accept at least 64
-NAME_MAX: Final = 200  # token, workspace and signer names, titles
+NAME_MAX: Final = accounts.NAME_MAX  # token, workspace and signer names, titles
 PARAGRAPH_MAX: Final = 4000  # the licensed entity and authority statement (multi-line)
 KEY_MAX: Final = 200  # idempotency keys
 E = TypeVar("E", bound=StrEnum)
