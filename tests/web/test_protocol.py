@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.web.server import free_port
+
 SERVE = (
     "import sys, uvicorn\n"
     "from servekit.web.server import APP_FACTORY, SERVER_OPTIONS\n"
@@ -22,16 +24,9 @@ SERVE = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def two_workers(home: Path) -> Iterator[int]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "SERVEKIT_HOME": str(home)}
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVE, str(port)], env=env, stderr=subprocess.DEVNULL
