@@ -6,6 +6,7 @@ the 429 says when to retry; a 20 MB sign-in is refused before it is read."""
 from __future__ import annotations
 
 import multiprocessing
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,32 @@ def test_a_20_mb_sign_in_is_refused_before_it_is_read(tmp_path: Path) -> None:
             answer = sock.recv(4096)  # no more of the 20 MB is ever sent
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b"content-security-policy" in answer.lower()
+
+
+def _page_sign_in(client: TestClient, email: str, password: str) -> Any:
+    form = client.get("/signin").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    assert token
+    data = {"email": email, "password": password, "csrf_token": token.group(1)}
+    return client.post("/signin", data=data, follow_redirects=False)
+
+
+def test_spraying_from_an_address_does_not_hold_a_colleague_known_to_the_browser(
+    tmp_path: Path,
+) -> None:
+    app = create_app(Settings(home=tmp_path / "home"))
+    with app.state.store.transaction() as s:
+        accounts.create_user("bob@acme.test", "bob types slowly", session=s)
+        accounts.create_user("cy@acme.test", "cy is brand new", session=s)
+    office = ("192.0.2.77", 40000)
+    with TestClient(app, base_url="https://store.test", client=office) as bob:
+        assert _page_sign_in(bob, "bob@acme.test", "bob types slowly").status_code == 303
+        assert bob.cookies.get(signin.DEVICE_COOKIE)
+        with TestClient(app, base_url="https://store.test", client=office) as sprayer:
+            for n in range(accounts.ADDRESS_ACCOUNTS):
+                _page_sign_in(sprayer, f"user{n}@acme.test", "Summer2026!")
+            assert _page_sign_in(sprayer, "bob@acme.test", "a guess").status_code == 429
+        # bob's browser proved an earlier sign-in: his address's limit does not hold him
+        assert _page_sign_in(bob, "bob@acme.test", "bob types slowly").status_code == 303
+        # bob's device cookie is worth nothing for another account
+        assert _page_sign_in(bob, "cy@acme.test", "cy is brand new").status_code == 429

@@ -22,7 +22,9 @@ passwords checked than the limit; a correct password deletes the account's failu
   spread over many addresses);
 * per address: failures for :data:`ADDRESS_ACCOUNTS` different emails within
   :data:`ADDRESS_WINDOW` (password spraying) close the address until the oldest of them
-  leaves the window. One person's typos are one email, so they never close an address.
+  leaves the window. One person's typos are one email, so they never close an address,
+  and a browser that signed in to an account before (a device cookie, set by the web
+  layer) is not held by its address's limit for that account.
 """
 
 from __future__ import annotations
@@ -195,15 +197,18 @@ def _check_address(email: str, client: str, now: dt.datetime, session: Session) 
         )
 
 
-def begin_sign_in(email: str, client: str, *, session: Session) -> None:
+def begin_sign_in(email: str, client: str, *, session: Session, known_device: bool = False) -> None:
     """Refuse a throttled attempt, else record it as a failure before the password is
-    checked (the policy above); run it in a transaction of its own, committed first."""
+    checked (the policy above); run it in a transaction of its own, committed first.
+    ``known_device``: the browser proved an earlier sign-in to this account (a device
+    cookie), so the address's limit does not apply; the account's limits still do."""
     email, client = email.strip().lower(), client[:64]
     for key in sorted((f"sign-in:email:{email}", f"sign-in:client:{client}")):
         _lock(key, session)
     now = utcnow()
     _check_account(email, client, now, session)
-    _check_address(email, client, now, session)
+    if not known_device:
+        _check_address(email, client, now, session)
     session.add(SignInFailure(email=email, client=client, at=now))
 
 

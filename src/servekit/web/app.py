@@ -149,9 +149,10 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     # and the body limit wrap all of it, Starlette's error handler included: SecuredApp)
     app.add_middleware(catalog.CachedPages, state=app.state)
     app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
+    app.state.device_key = session_key(settings.home)  # sign-in device cookies (signin.py)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=session_key(settings.home),
+        secret_key=app.state.device_key,
         session_cookie=SESSION_COOKIE,
         same_site="lax",
         https_only=True,

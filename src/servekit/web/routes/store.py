@@ -123,9 +123,20 @@ def signin_post(
     request: Request, email: Text, password: Text, next: Annotated[str, Form()] = "/account"
 ) -> Response:
     _credentials(email, password)
-    token = signin.sign_in(_store(request), email, password, _client(request))
+    key: str = request.app.state.device_key
+    known = signin.known_device(key, email, request.cookies.get(signin.DEVICE_COOKIE))
+    token = signin.sign_in(_store(request), email, password, _client(request), known=known)
     _signed_in(request, token)
-    return _to(_safe_next(next))
+    answer = _to(_safe_next(next))
+    answer.set_cookie(
+        signin.DEVICE_COOKIE,
+        signin.device_token(key, email),
+        max_age=signin.DEVICE_DAYS * 86400,
+        httponly=True,
+        secure=True,
+        samesite="lax",
+    )
+    return answer
 
 
 @router.post("/signout")
