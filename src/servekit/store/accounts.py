@@ -73,7 +73,7 @@ ACCOUNT_DAILY_MAX = 100  # failed sign-ins per account from all addresses (800-6
 ACCOUNT_LOOKBACK = dt.timedelta(hours=24)
 BACKOFF_FIRST = dt.timedelta(minutes=1)
 BACKOFF_MAX = dt.timedelta(hours=1)
-ADDRESS_ACCOUNTS = 10  # different emails failing from one address in the window
+ADDRESS_ACCOUNTS = 10  # other emails failing from one address in the window: spraying
 ADDRESS_WINDOW = dt.timedelta(minutes=15)
 
 _hasher = PasswordHasher()
@@ -188,7 +188,7 @@ def _check_address(email: str, client: str, now: dt.datetime, session: Session) 
         .subquery()
     )
     count, oldest = session.execute(select(func.count(), func.min(others.c.first))).one()
-    if count >= ADDRESS_ACCOUNTS - 1 and oldest is not None:
+    if count >= ADDRESS_ACCOUNTS and oldest is not None:
         raise _throttled(
             (oldest + ADDRESS_WINDOW - now).total_seconds(),
             f"failed sign-ins for {count} other accounts from your address",
