@@ -52,6 +52,11 @@ def _post(client: TestClient, path: str, **data: str) -> object:
             "the kind 'lease' is not one of: purchase, subscription",
         ),
         (
+            "/quotes",
+            {"workspace": "forms\x00", "package_id": "p", "version": "1", "kind": "purchase"},
+            "the workspace contains a control character",
+        ),
+        (
             "/signin",
             {"email": "x" * 300 + "@b.test", "password": "whatever it is"},
             "the email is 307 characters long",

@@ -242,6 +242,7 @@ def new_quote(
 ) -> Response:
     """Price the version: nothing is charged until the quote is confirmed."""
     order_kind = form_choice(OrderKind, kind, "kind")
+    form_text(workspace, "workspace")
     form_text(package_id, "package id")
     form_text(version, "version")
     with _member(request, workspace) as (s, p):
