@@ -18,6 +18,7 @@ from servekit.errors import (
     UsageError,
 )
 from servekit.store import accounts
+from servekit.store.db import Store
 from servekit.store.models import Role
 from servekit.store.results import Principal
 
@@ -252,3 +253,15 @@ def test_names_are_bounded_in_the_store_whoever_calls(
     owner = accounts.principal_for_user(owner_id, "acme", session=db)
     with pytest.raises(UsageError, match=f"the {said} must be 1 to"):
         make(db, owner)
+
+
+def test_a_value_the_database_refuses_is_a_usage_error(fresh_store: Store) -> None:
+    """The backstop behind the front ends' bounds: PostgreSQL refuses NUL in text (a
+    DataError, once a 500); SQLite stores it, so there the lookup just finds nobody."""
+    postgres = fresh_store.engine.dialect.name == "postgresql"
+    expected = UsageError if postgres else StoreNotFoundError
+    with pytest.raises(expected) as info, fresh_store.transaction() as s:
+        accounts.user_id_by_email("a\x00b@x.test", session=s)
+    if postgres:
+        assert "the database refused a value" in info.value.message
+        assert "NUL" in str(info.value)
