@@ -89,7 +89,7 @@ def setup(store: Store, root: Path, purchases: int) -> list[tuple[Principal, int
             threshold_usd=1e9,
             session=s,
         )
-        uid = accounts.create_user("bench@example.com", "bench password", session=s)
+        uid = accounts.create_user("bench@example.com", "sturdy benchmark phrase", session=s)
     work = []
     with store.transaction() as s:
         for n in range(purchases):

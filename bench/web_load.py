@@ -20,7 +20,12 @@ Steps:
      on a loopback port;
   5. wrk (Debian package ``wrk``) holds 16 connections and fetches the catalog page
      (cycling through its pages) and package pages (cycling through versions) from each
-     server; print p50, p99, req/s and the live/static ratio.
+     server; print p50, p99, req/s and the live/static ratio;
+  6. the workers stall: one client sends 200 sequential requests on one keep-alive
+     connection to the live app with 1 worker and with ``--workers`` (default 2); print
+     each p50. Several workers once stalled every such request about 44 ms (Nagle's
+     algorithm against the client's delayed ACK: servekit/web/protocol.py); the p50s
+     should be alike.
 
 Everything runs on one machine: the clients share the CPU with the server they measure,
 so compare the ratio, not the absolute rates, across machines.
@@ -30,10 +35,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import http.client
 import http.server
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -178,11 +185,46 @@ def serve_static(directory: str, port: int) -> None:
         httpd.serve_forever()
 
 
-def serve_live(port: int) -> None:
+def serve_live(port: int, workers: int = 1) -> None:
     """The app as ``servekit serve`` runs it once the home is prepared (SERVEKIT_HOME)."""
     import uvicorn
 
-    uvicorn.run(APP_FACTORY, factory=True, host="127.0.0.1", port=port, **SERVER_OPTIONS)
+    uvicorn.run(
+        APP_FACTORY,
+        factory=True,
+        host="127.0.0.1",
+        port=port,
+        workers=workers,
+        **SERVER_OPTIONS,
+    )
+
+
+def keepalive_p50(base: str, path: str, count: int = 200) -> float:
+    """Step 6: p50 milliseconds of ``count`` sequential requests on one connection."""
+    port = int(base.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        conn.request("GET", path)
+        conn.getresponse().read()
+        times.append((time.perf_counter() - start) * 1000)
+    conn.close()
+    return statistics.median(times[10:])
+
+
+def print_workers_stall(env: dict[str, str], workers: int) -> None:
+    """Step 6: the same page, one keep-alive connection, 1 worker and ``workers``."""
+    p50s = []
+    for n in (1, workers):
+        cmd = [sys.executable, __file__, "--serve-live", "{port}", "--workers", str(n)]
+        with server(f"live, {n} worker(s)", cmd, env) as live:
+            p50s.append(keepalive_p50(live, "/healthz"))
+    print(
+        f"keep-alive, 200 sequential requests on one connection: 1 worker p50 "
+        f"{p50s[0]:.2f} ms, {workers} workers p50 {p50s[1]:.2f} ms "
+        f"(ratio {p50s[1] / p50s[0]:.2f}; the stall was about 44 ms a request)"
+    )
 
 
 def print_render_cost(catalog: Catalog) -> None:
@@ -207,10 +249,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=10, help="Measured seconds per row.")
     parser.add_argument("--serve-static", nargs=2, metavar=("DIR", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=2, help="Workers for step 6.")
     parser.add_argument("--serve-live", type=int, metavar="PORT", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.serve_live:
-        serve_live(opts.serve_live)
+        serve_live(opts.serve_live, opts.workers)
         return
     if opts.serve_static:
         serve_static(opts.serve_static[0], int(opts.serve_static[1]))
@@ -275,6 +318,7 @@ def run(opts: argparse.Namespace, work: Path) -> None:
                 f"{case:8} {side:7} {r['p50']:8.1f} {r['p99']:8.1f} {r['rps']:8.0f} "
                 f"{r['errors']:7.0f} {ratio if side == 'live' else 1.0:12.2f}"
             )
+    print_workers_stall(env, opts.workers)  # 6
 
 
 if __name__ == "__main__":

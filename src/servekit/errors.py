@@ -578,9 +578,14 @@ class ServeError(Error):
 
 
 class TooManySignInsError(Error):
-    """Too many failed sign-ins for this email or client address in the recent window."""
+    """Too many failed sign-ins for this account, or for many accounts from this address."""
 
     exit_code = 42
+
+    def __init__(self, message: str, *, retry_after: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after
+        """Seconds until a sign-in is tried again (the ``Retry-After`` header)."""
 
 
 # --- store ---------------------------------------------------------------------

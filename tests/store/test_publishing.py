@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from servekit.errors import ClaimRuleError, NotForSaleError, StoreConflictError, StoreNotFoundError
+from servekit.errors import (
+    ClaimRuleError,
+    NotForSaleError,
+    PackageError,
+    StoreConflictError,
+    StoreNotFoundError,
+)
 from servekit.store.checkout import create_quote
 from servekit.store.models import OrderKind
 from servekit.store.publishing import catalog, cents, kit_path, publish, retract
@@ -117,10 +123,37 @@ def test_retracted_versions_leave_the_catalog(
 
 
 @pytest.mark.parametrize(
-    ("usd", "expected"), [(0, 0), (49.99, 4999), (0.1 + 0.2, 30), (25000, 2_500_000)]
+    ("usd", "expected"),
+    [
+        (0, 0),
+        (49.99, 4999),
+        (0.1 + 0.2, 30),
+        (25000, 2_500_000),
+        (0.125, 13),  # half a cent rounds up, as docs/store.md says (not to even: 12)
+        (0.005, 1),
+        (1.005, 101),  # the decimal as written, not the float below it (100.49999...)
+        (49.995, 5000),
+        (100_000_000, 10_000_000_000),
+    ],
 )
 def test_dollars_become_integer_cents(usd: float, expected: int) -> None:
     assert cents(usd) == expected
+
+
+@pytest.mark.parametrize("usd", [1e30, -0.01, float("inf"), float("nan"), 100_000_000.01])
+def test_a_price_out_of_range_is_a_package_error_naming_the_field(usd: float) -> None:
+    with pytest.raises(PackageError, match=r"pricing\.usd is .* US dollars; expected a number"):
+        cents(usd, "pricing.usd")
+
+
+def test_a_package_priced_1e30_is_refused_before_its_kit_is_built(
+    db: Session, tmp_path: Path, key: Path, kits_dir: Path
+) -> None:
+    costly = make_variant(tmp_path / "costly", pkg_id="test-1e30", version="1.0.0", usd=1e30)
+    with pytest.raises(PackageError) as info:
+        _publish(costly, key, kits_dir, db)
+    assert f"{costly / 'package.yaml'}: pricing.usd is 1e+30 US dollars" in info.value.message
+    assert not kits_dir.exists() and catalog(session=db) == []
 
 
 def test_a_draft_is_never_published_so_it_can_never_be_bought(

@@ -36,6 +36,14 @@ def store_publish(dirs: list[Path], home: Path, database_url: str | None = None)
     assert not done.refused, done.refused
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on (for a server in another process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @contextmanager
 def serving(home: Path, source: CatalogSource | None = None) -> Iterator[str]:
     """Serve ``create_app`` for ``home`` (and ``source``, default the store's) on

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from markupsafe import Markup
 from pydantic import ValidationError
 
 from servekit.catalog import export_site, load_catalog
@@ -131,3 +132,40 @@ def test_audit_catches_what_it_looks_for() -> None:
         "<img onerror=...>",
         "<a href= javascript:z>",
     ]
+
+
+REVERSED = "report\u202egnp.exe \u200bhidden\u2066isolate\u2069 \u061c end"
+INERT = ("\u202e", "\u200b", "\u2066", "\u2069", "\u061c")
+
+
+def test_direction_and_invisible_characters_are_shown_escaped_on_every_page(
+    tmp_path: Path,
+) -> None:
+    definition = base_definition(default_runs()["run-a"])
+    definition["name"] = definition["summary"] = REVERSED
+    package = tmp_path / "packages" / "reversed"
+    write_package(package, definition=definition)
+    publish([package], tmp_path / "home")
+    with serving(tmp_path / "home", PublishedCatalog(tmp_path / "home")) as url:
+        live = {p: httpx.get(url + p).text for p in ("/", "/packages/tiny-test/1.0.0")}
+        error = httpx.get(url + "/packages/nope/%E2%80%AE1.0")  # echoed in its error
+    site = tmp_path / "site"
+    export_site(load_catalog(tmp_path / "packages"), site)
+    exported = {p.name: p.read_text() for p in site.glob("*.html")}
+    assert error.status_code == 404 and "nope \\u202e1.0" in error.text
+    for name, html in {**live, **exported, "error": error.text}.items():
+        assert not any(c in html for c in INERT), name
+    for name, html in {**live, **exported}.items():
+        assert "report\\u202egnp.exe \\u200bhidden\\u2066isolate\\u2069" in html, name
+
+
+def test_the_store_pages_escape_the_same_characters() -> None:
+    from servekit.web.pages import environment
+
+    shown = (
+        environment()
+        .from_string("<p>{{ name }}</p>{{ markup }}")
+        .render(name=REVERSED, markup=Markup("<b>\u202e</b>"))
+    )
+    assert not any(c in shown for c in INERT)
+    assert shown.endswith("<b>\\u202e</b>")  # markup stays markup, made inert too

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -36,22 +37,20 @@ def _journey(one: TestClient, two: TestClient, settings: Settings) -> None:
     with one, two:
         assert "/packages/test-shared/1.0.0" in two.get("/").text  # warm worker two's cache
 
-        form = one.get("/signup").text
-        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
-        assert token
-        made = one.post(
-            "/signup",
-            data={
-                "email": "w@example.com",
-                "password": "correct horse",
-                "workspace": "shared",
-                "csrf_token": token.group(1),
-            },
-        )
-        assert made.url.path == "/w/shared"
+        credentials = {"email": "w@example.com", "password": "correct horse"}
+        made = _post(one, one.get("/signup").text, "/signup", workspace="shared", **credentials)
+        assert made.url.path == "/signin"  # sign-up never signs in
+        signed_in = _post(one, made.text, "/signin", next="/w/shared", **credentials)
+        assert signed_in.url.path == "/w/shared"
         two.cookies.update(one.cookies)
         assert two.get("/w/shared").status_code == 200
 
         retract_version(settings, "test-shared", "1.0.0", "found wanting")
         assert "/packages/test-shared/1.0.0" not in two.get("/").text
         assert "found wanting" in one.get("/packages/test-shared/1.0.0").text
+
+
+def _post(client: TestClient, form: str, path: str, **data: str) -> Any:
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    assert token
+    return client.post(path, data={**data, "csrf_token": token.group(1)})

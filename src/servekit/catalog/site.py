@@ -43,6 +43,7 @@ from servekit.catalog.pages import (
     listing_of,
     package_page,
 )
+from servekit.catalog.text import finalize
 from servekit.errors import UsageError
 
 STYLESHEET = "catalog.css"
@@ -78,6 +79,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         auto_reload=False,
+        finalize=finalize,  # direction and invisible characters shown escaped (text.py)
     )
     env.globals["query_string"] = query_string
     env.globals["Query"] = Query

@@ -1,17 +1,40 @@
 """Users, sessions, workspaces, memberships and API tokens.
 
-Passwords are hashed with argon2 (``argon2-cffi``). Session and API tokens are 32 random
-bytes, shown once and stored as their sha256 (they carry their own entropy, so a slow hash
-adds nothing). Every lookup that crosses a workspace boundary answers "not found", so a
-caller cannot learn what another workspace holds.
+Passwords are hashed with argon2 (``argon2-cffi``) and must pass the policy of
+:mod:`servekit.store.passwords`. Session and API tokens are 32 random bytes, shown once and
+stored as their sha256 (they carry their own entropy, so a slow hash adds nothing). Every
+lookup that crosses a workspace boundary answers "not found", so a caller cannot learn
+what another workspace holds. A sign-in for an email with no account checks the password
+against a dummy hash, so it takes as long as one for an account.
+
+Sign-in throttling (docs/store.md, "Sign-in throttling"): each attempt is recorded as a
+failure *before* its password is checked (:func:`begin_sign_in`), in a transaction that
+holds a lock on the account and on the address (PostgreSQL advisory locks; SQLite's one
+writer), so concurrent guesses are counted one after another and a burst cannot get more
+passwords checked than the limit; a correct password deletes the account's failures.
+
+* per account, from one address: :data:`ACCOUNT_FREE` failures in
+  :data:`ACCOUNT_LOOKBACK` are free; each further one waits a backoff from the latest
+  failure that doubles from :data:`BACKOFF_FIRST` up to :data:`BACKOFF_MAX` (a guesser
+  elsewhere cannot make the account's owner wait);
+* per account, from all addresses: :data:`ACCOUNT_DAILY_MAX` failures in
+  :data:`ACCOUNT_LOOKBACK` close the account until the oldest leaves the window (guesses
+  spread over many addresses);
+* per address: failures for :data:`ADDRESS_ACCOUNTS` different emails within
+  :data:`ADDRESS_WINDOW` (password spraying) close the address until the oldest of them
+  leaves the window. One person's typos are one email, so they never close an address,
+  and a browser that signed in to an account before (a device cookie, set by the web
+  layer) is not held by its address's limit for that account.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 import secrets
+from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -36,14 +59,22 @@ from servekit.store.models import (
     Workspace,
     utcnow,
 )
+from servekit.store.passwords import check_password
 from servekit.store.results import NewToken, Principal, TokenInfo
 
 SESSION_DAYS = 14
+EMAIL_MAX = 254  # RFC 5321's longest forward path, less its angle brackets
+NAME_MAX = 200  # workspace and token names (their columns' size)
 TOKEN_PREFIX = "sk_"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 BUYING_ROLES = frozenset({Role.OWNER, Role.BUYER})
-SIGN_IN_FAILURES = 5  # failed sign-ins per email, and per client address, in the window
-SIGN_IN_WINDOW = dt.timedelta(minutes=15)
+ACCOUNT_FREE = 5  # failed sign-ins per account and address before the backoff starts
+ACCOUNT_DAILY_MAX = 100  # failed sign-ins per account from all addresses (800-63B: <= 100)
+ACCOUNT_LOOKBACK = dt.timedelta(hours=24)
+BACKOFF_FIRST = dt.timedelta(minutes=1)
+BACKOFF_MAX = dt.timedelta(hours=1)
+ADDRESS_ACCOUNTS = 10  # other emails failing from one address in the window: spraying
+ADDRESS_WINDOW = dt.timedelta(minutes=15)
 
 _hasher = PasswordHasher()
 
@@ -52,14 +83,37 @@ def _sha(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_user(email: str, password: str, *, session: Session) -> int:
-    """A new user; refuses a taken email or a password under 8 characters."""
-    email = email.strip().lower()
-    if "@" not in email or len(password) < 8:
+@cache
+def _dummy_hash() -> str:
+    """What an email with no account is checked against: the same argon2 work."""
+    return _hasher.hash(secrets.token_urlsafe(16))
+
+
+def bounded(value: str, what: str, limit: int = NAME_MAX) -> str:
+    """``value`` if it is 1 to ``limit`` printable characters (no control, direction or
+    invisible character), else a :class:`UsageError`: every way in (the web forms, the
+    API, the operator's CLI) is bounded here before the database, whose columns hold
+    ``limit`` and PostgreSQL refuses NUL."""
+    if not 0 < len(value) <= limit or not value.isprintable():
         raise UsageError(
-            "a user needs an email address and a password of at least 8 characters",
-            hint="choose a longer password",
+            f"the {what} must be 1 to {limit} printable characters; got {len(value)}"
+            + ("" if value.isprintable() else ", with a control or invisible character"),
+            hint=f"give a shorter {what}, without control characters",
         )
+    return value
+
+
+def _valid_email(email: str) -> str:
+    email = bounded(email.strip().lower(), "email", EMAIL_MAX)
+    if "@" not in email:
+        raise UsageError(f"{email!r} is not an email address", hint="give name@domain")
+    return email
+
+
+def create_user(email: str, password: str, *, session: Session) -> int:
+    """A new user; refuses a taken email or a password the policy refuses."""
+    email = _valid_email(email)
+    check_password(password, email=email)
     if session.scalar(select(User.id).where(User.email == email)) is not None:
         raise StoreConflictError(f"a user with email {email} exists", hint="sign in instead")
     user = User(email=email, password_hash=_hasher.hash(password))
@@ -77,40 +131,103 @@ def user_id_by_email(email: str, *, session: Session) -> int:
     return uid
 
 
-def _check_rate(email: str, client: str, session: Session) -> None:
-    since = utcnow() - SIGN_IN_WINDOW
-    for column, value in ((SignInFailure.email, email), (SignInFailure.client, client)):
-        failures = session.scalar(
-            select(func.count(SignInFailure.id)).where(column == value, SignInFailure.at > since)
+def _lock(key: str, session: Session) -> None:
+    """Serialize sign-in attempts on ``key`` until the transaction ends (PostgreSQL; on
+    SQLite every writing transaction already holds the database's one write lock)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+
+
+def backoff(failures: int) -> dt.timedelta:
+    """How long after its latest failure an account with ``failures`` waits (0: free)."""
+    if failures < ACCOUNT_FREE:
+        return dt.timedelta(0)
+    doubled: dt.timedelta = BACKOFF_FIRST * 2 ** min(failures - ACCOUNT_FREE, 32)
+    return min(doubled, BACKOFF_MAX)
+
+
+def _throttled(seconds: float, message: str, hint: str) -> TooManySignInsError:
+    wait = max(1, math.ceil(seconds))
+    return TooManySignInsError(
+        f"{message}; try again in {wait} seconds", retry_after=wait, hint=hint
+    )
+
+
+def _check_account(email: str, client: str, now: dt.datetime, session: Session) -> None:
+    since = now - ACCOUNT_LOOKBACK
+    of_account = (SignInFailure.email == email, SignInFailure.at > since)
+    count, latest = session.execute(
+        select(func.count(SignInFailure.id), func.max(SignInFailure.at)).where(
+            *of_account, SignInFailure.client == client
         )
-        if (failures or 0) >= SIGN_IN_FAILURES:
-            raise TooManySignInsError(
-                f"too many failed sign-ins in the last {SIGN_IN_WINDOW.seconds // 60} minutes",
-                hint="wait a few minutes, then try again (or reset the password)",
-            )
+    ).one()
+    if latest is not None and (wait := latest + backoff(count) - now).total_seconds() > 0:
+        raise _throttled(
+            wait.total_seconds(),
+            f"{count} failed sign-ins for this account from your address",
+            "wait, then type the password carefully: each failure doubles the wait",
+        )
+    total, oldest = session.execute(
+        select(func.count(SignInFailure.id), func.min(SignInFailure.at)).where(*of_account)
+    ).one()
+    if total >= ACCOUNT_DAILY_MAX and oldest is not None:
+        raise _throttled(
+            (oldest + ACCOUNT_LOOKBACK - now).total_seconds(),
+            f"{total} failed sign-ins for this account in the last day, from any address",
+            "the account is being guessed at; wait, or ask the operator",
+        )
 
 
-def record_failure(email: str, client: str, *, session: Session) -> None:
-    """Count a failed sign-in (in its own transaction: the failing one rolls back)."""
-    session.add(SignInFailure(email=email.strip().lower(), client=client[:64]))
+def _check_address(email: str, client: str, now: dt.datetime, session: Session) -> None:
+    since = now - ADDRESS_WINDOW
+    others = (
+        select(SignInFailure.email, func.min(SignInFailure.at).label("first"))
+        .where(SignInFailure.client == client, SignInFailure.at > since)
+        .where(SignInFailure.email != email)
+        .group_by(SignInFailure.email)
+        .subquery()
+    )
+    count, oldest = session.execute(select(func.count(), func.min(others.c.first))).one()
+    if count >= ADDRESS_ACCOUNTS and oldest is not None:
+        raise _throttled(
+            (oldest + ADDRESS_WINDOW - now).total_seconds(),
+            f"failed sign-ins for {count} other accounts from your address",
+            "this looks like password guessing across accounts; wait, or sign in from "
+            "another network",
+        )
 
 
-def sign_in(email: str, password: str, *, session: Session, client: str | None = None) -> str:
+def begin_sign_in(email: str, client: str, *, session: Session, known_device: bool = False) -> None:
+    """Refuse a throttled attempt, else record it as a failure before the password is
+    checked (the policy above); run it in a transaction of its own, committed first.
+    ``known_device``: the browser proved an earlier sign-in to this account (a device
+    cookie), so the address's limit does not apply; the account's limits still do."""
+    email, client = email.strip().lower(), client[:64]
+    for key in sorted((f"sign-in:email:{email}", f"sign-in:client:{client}")):
+        _lock(key, session)
+    now = utcnow()
+    _check_account(email, client, now, session)
+    if not known_device:
+        _check_address(email, client, now, session)
+    session.add(SignInFailure(email=email, client=client, at=now))
+
+
+def sign_in(email: str, password: str, *, session: Session) -> str:
     """Check the password and open a session; returns the session token (shown once).
 
-    With ``client`` (the caller's address), refuses once :data:`SIGN_IN_FAILURES` failures
-    for the email or the client are recorded in the last :data:`SIGN_IN_WINDOW`; callers
-    record each failure with :func:`record_failure`.
+    An unknown email is checked against a dummy hash (the same time as a known one). A
+    correct password deletes the account's recorded failures. Throttling is the
+    caller's: :func:`begin_sign_in` first, committed, for every attempt from outside.
     """
     email = email.strip().lower()
-    if client is not None:
-        _check_rate(email, client[:64], session)
     user = session.scalar(select(User).where(User.email == email))
-    try:
-        if user is None or not _hasher.verify(user.password_hash, password):
-            raise AuthenticationError("wrong email or password")
-    except (VerificationError, InvalidHashError) as exc:
-        raise AuthenticationError("wrong email or password") from exc
+    try:  # argon2 raises on a mismatch; the dummy hash's password is random and unkept
+        _hasher.verify(user.password_hash if user else _dummy_hash(), password)
+    except (VerificationError, InvalidHashError):
+        user = None
+    if user is None:
+        raise AuthenticationError("wrong email or password")
+    session.execute(delete(SignInFailure).where(SignInFailure.email == email))
     token = secrets.token_urlsafe(32)
     expires = utcnow() + dt.timedelta(days=SESSION_DAYS)
     session.add(LoginSession(user_id=user.id, token_sha256=_sha(token), expires_at=expires))
@@ -152,8 +269,7 @@ def require_owner(principal: Principal) -> None:
         )
 
 
-def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:
-    """A new workspace owned by ``owner_id``."""
+def _new_workspace(slug: str, name: str, session: Session) -> int:
     if not SLUG.match(slug):
         raise UsageError(
             f"workspace slug {slug!r} is not valid",
@@ -164,8 +280,38 @@ def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -
     ws = Workspace(slug=slug, name=name)
     session.add(ws)
     session.flush()
-    session.add(Membership(workspace_id=ws.id, user_id=owner_id, role=Role.OWNER))
     return ws.id
+
+
+def create_workspace(slug: str, name: str, *, owner_id: int, session: Session) -> int:
+    """A new workspace owned by ``owner_id``."""
+    wid = _new_workspace(slug, bounded(name, "workspace name"), session)
+    session.add(Membership(workspace_id=wid, user_id=owner_id, role=Role.OWNER))
+    return wid
+
+
+def sign_up(email: str, password: str, workspace: str, *, session: Session) -> None:
+    """A new account and its workspace, doing the same work and leaving the same visible
+    state whether or not ``email`` has an account, so sign-up cannot tell who has one.
+
+    Refusals depend only on the form (the email's shape, the password policy, the slug's
+    shape and whether it is taken), never on the email's account. For a new email: the
+    user (one argon2 hash) and the workspace it owns. For an email with an account: the
+    same hash, discarded, and the workspace reserved with no member (its slug is taken
+    either way; the account gains nothing and the password is never checked, so sign-up
+    is no side door around the sign-in throttle). The caller answers the same in both
+    cases and signs nobody in.
+    """
+    email = _valid_email(email)
+    check_password(password, email=email)
+    wid = _new_workspace(workspace, workspace, session)
+    password_hash = _hasher.hash(password)
+    user_id = session.scalar(select(User.id).where(User.email == email))
+    if user_id is None:
+        user = User(email=email, password_hash=password_hash)
+        session.add(user)
+        session.flush()
+        session.add(Membership(workspace_id=wid, user_id=user.id, role=Role.OWNER))
 
 
 def add_member(workspace_id: int, user_id: int, role: Role, *, session: Session) -> None:
@@ -231,6 +377,7 @@ def principal_for_token(token: str, *, session: Session) -> Principal:
 
 def create_token(principal: Principal, name: str, *, session: Session) -> NewToken:
     """A new API token for the principal's user in its workspace (shown once)."""
+    name = bounded(name, "token name")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(
         workspace_id=principal.workspace_id,

@@ -36,11 +36,11 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
+from sqlalchemy.exc import DataError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from servekit.config import Settings
-from servekit.errors import StoreError
+from servekit.errors import StoreError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -234,9 +234,20 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        """One unit of work: committed when the block ends, rolled back on any exception."""
-        with Session(self.engine, expire_on_commit=False) as session, session.begin():
-            yield session
+        """One unit of work: committed when the block ends, rolled back on any exception.
+
+        A value the database refuses (PostgreSQL: a NUL in text, a string longer than its
+        column, a number out of range) is a :class:`UsageError`, never a 500: the front
+        ends bound every field first, and this is the backstop for one they missed."""
+        try:
+            with Session(self.engine, expire_on_commit=False) as session, session.begin():
+                yield session
+        except DataError as exc:
+            reason = str(exc.orig).splitlines()[0] if exc.orig else "refused"
+            raise UsageError(
+                f"the database refused a value: {reason}",
+                hint="a text holds a NUL or is too long, or a number is out of range; correct it",
+            ) from exc
 
     @contextmanager
     def snapshot(self) -> Iterator[Session]:

@@ -2,6 +2,7 @@
 
 Publishing, step by step:
   0. refuse a draft (``status: draft``): a draft is never recorded, so it can never be sold;
+     refuse a price that is not a number from 0 to $100,000,000 (:func:`cents`);
   1. build the kit with :func:`servekit.kit.build.build_kit`, which loads the package and
      refuses one that fails its claim rules, then signs it;
   2. read the package licence text the package names, and hash it;
@@ -18,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from servekit.errors import (
     NotForSaleError,
+    PackageError,
     PackageFileError,
     StoreConflictError,
     StoreError,
@@ -38,10 +40,31 @@ from servekit.package.models import Package, PackageStatus, Tier
 from servekit.store.models import PackageVersion, utcnow
 from servekit.store.results import PublishResult, VersionInfo
 
+MAX_USD = Decimal(100_000_000)
+"""The highest price (and maintenance price) a version may carry: a larger one is a typo."""
 
-def cents(usd: float) -> int:
-    """Integer cents from a dollar figure, rounded half up (0.1 + 0.2 never leaks in)."""
-    return int((Decimal(str(usd)) * 100).quantize(Decimal(1)))
+
+def cents(usd: float, field: str = "price") -> int:
+    """Integer cents from a dollar figure: the decimal as written (the shortest form that
+    reads back as the same float, so 0.1 + 0.2 never leaks in), rounded half up to the
+    cent (0.125 -> 13 cents, 1.005 -> 101). Outside 0 to :data:`MAX_USD`, or not a
+    number, it is a :class:`PackageError` naming ``field``."""
+    amount = Decimal(repr(float(usd)))
+    if not amount.is_finite() or not 0 <= amount <= MAX_USD:
+        raise PackageError(
+            f"{field} is {usd!r} US dollars; expected a number from 0 to {MAX_USD:,}",
+            hint=f"correct {field}: a price in dollars and cents, e.g. 49.99",
+        )
+    return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def check_prices(package_dir: Path, package: Package) -> None:
+    """Step 0: every price of the package converts to cents (see :func:`cents`)."""
+    where = f"{package_dir / PACKAGE_FILE}: pricing"
+    cents(package.pricing.usd, f"{where}.usd")
+    maintenance = package.pricing.maintenance
+    if maintenance.usd_per_year is not None:
+        cents(maintenance.usd_per_year, f"{where}.maintenance.usd_per_year")
 
 
 def needs_licence(package: Package, threshold_usd: float) -> bool:
@@ -149,6 +172,7 @@ def publish(
     """Check, build, sign, store and record a package version (steps in the module doc)."""
     package = load_package(package_dir).package
     refuse_draft(package_dir, package)  # 0
+    check_prices(package_dir, package)
     kit = build_kit(package_dir, key)  # 1
     licence = _licence_text(package_dir, package)  # 2
     existing = session.scalar(

@@ -21,24 +21,26 @@ from urllib.parse import quote
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import escape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from servekit import __version__
 from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
+from servekit.catalog.text import inert
 from servekit.config import Settings, load_settings
-from servekit.errors import AuthenticationError, Error, NotFoundError
+from servekit.errors import AuthenticationError, Error, NotFoundError, TooManySignInsError
 from servekit.web.api.app import context_from_settings
-from servekit.web.api.problems import TYPE_PREFIX, problem, status_of
+from servekit.web.api.problems import TYPE_PREFIX, internal_error, problem, status_of
 from servekit.web.api.routes import PREFIX, api_router
 from servekit.web.cache import PageCache
 from servekit.web.feed import current_feed
 from servekit.web.methods import HeadAsGet
 from servekit.web.pages import error_page
 from servekit.web.routes import catalog, keys, store
-from servekit.web.security import SecureHeaders
+from servekit.web.security import SecuredApp
 from servekit.web.sessions import SESSION_COOKIE, CSRFProtect, session_key
 from servekit.web.storecatalog import StoreCatalog
 
@@ -49,7 +51,10 @@ def _error_page(request: Request, exc: Exception) -> Response:
     if isinstance(exc, AuthenticationError) and request.method in ("GET", "HEAD"):
         return RedirectResponse("/signin?next=" + quote(request.url.path), status_code=303)
     status = 404 if isinstance(exc, NotFoundError) else status_of(exc)
-    return error_page(request, 400 if status == 500 else status, exc.message, exc.hint or "")
+    page = error_page(request, 400 if status == 500 else status, exc.message, exc.hint or "")
+    if isinstance(exc, TooManySignInsError):
+        page.headers["Retry-After"] = str(exc.retry_after)
+    return page
 
 
 HTTP_MESSAGES = {
@@ -80,10 +85,28 @@ def _invalid_form(request: Request, exc: Exception) -> Response:
     """A page's form or query that FastAPI could not parse (a field missing, a number that
     is not one): the API's routes answer these themselves, as problem+json."""
     assert isinstance(exc, RequestValidationError)
-    where = ", ".join(".".join(str(p) for p in e["loc"][1:]) or "request" for e in exc.errors())
-    return error_page(
-        request, 422, f"the form or address is not valid: {where}", "go back and try again"
+    found = "; ".join(
+        f"{'.'.join(str(part) for part in e['loc'][1:]) or 'request'}: {e['msg']}"
+        for e in exc.errors()
     )
+    return error_page(
+        request, 422, f"the form or address is not valid: {found}", "correct it and retry"
+    )
+
+
+def _crash_page(request: Request, exc: Exception) -> Response:
+    """A bug's 500: problem+json under the API, a plain page elsewhere (never the trace, and
+    no template: the site's frame may be what failed)."""
+    if request.url.path.startswith(PREFIX + "/"):
+        return internal_error()
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>error</title>'
+        '<link rel="stylesheet" href="/static/catalog.css"></head><body><main>'
+        f"<h1>500</h1><p>{escape(inert('the server failed to answer this request'))}</p>"
+        '<p class="muted">try again later</p><p><a href="/">catalog</a></p>'
+        "</main></body></html>"
+    )
+    return HTMLResponse(body, status_code=500, headers={"Cache-Control": "no-store"})
 
 
 @asynccontextmanager
@@ -107,7 +130,7 @@ async def _settle(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
     """A new app serving ``source`` (default: what the settings' store has published)."""
     settings = settings or load_settings()
-    app = FastAPI(
+    app = SecuredApp(
         title="servekit store API",
         version=__version__,
         docs_url=None,  # the interactive docs load scripts from a CDN; the CSP refuses them
@@ -149,16 +172,19 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     app.add_exception_handler(Error, _error_page)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_form)
-    # outermost last: secure headers, the session cookie, the CSRF check, cached pages
+    app.add_exception_handler(Exception, _crash_page)
+    # outermost last: the session cookie, the CSRF check, cached pages, HEAD as GET (the
+    # secure headers and the body limit wrap all of it, Starlette's error handler included:
+    # SecuredApp)
     app.add_middleware(catalog.CachedPages, state=app.state)
     app.add_middleware(CSRFProtect, exempt=(PREFIX + "/",))
+    app.state.device_key = session_key(settings.home)  # sign-in device cookies (signin.py)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=session_key(settings.home),
+        secret_key=app.state.device_key,
         session_cookie=SESSION_COOKIE,
         same_site="lax",
         https_only=True,
     )
-    app.add_middleware(SecureHeaders)
     app.add_middleware(HeadAsGet)
     return app

@@ -19,6 +19,7 @@ from starlette.responses import HTMLResponse
 
 from servekit.catalog.listing import Query
 from servekit.catalog.site import PAGE_POLICY
+from servekit.catalog.text import finalize
 from servekit.store.checkout import MAINTENANCE_RULE, PLACEHOLDER_RULE, TEST_PROVIDERS
 from servekit.web.links import LiveLinks
 from servekit.web.sessions import CSRF_FIELD, csrf_token
@@ -34,13 +35,15 @@ def dollars(cents: int | None) -> str:
 
 @cache
 def environment() -> Environment:
-    """Autoescaping on, undefined names are errors, as for the catalog pages."""
+    """Autoescaping on, undefined names are errors, direction and invisible characters
+    escaped (:mod:`servekit.catalog.text`), as for the catalog pages."""
     env = Environment(
         loader=ChoiceLoader(
             [PackageLoader("servekit.web", "templates"), PackageLoader("servekit.catalog")]
         ),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
+        finalize=finalize,  # direction and invisible characters shown escaped
     )
     env.globals.update(
         Query=Query,

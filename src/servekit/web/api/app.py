@@ -9,18 +9,22 @@ from servekit.config import Settings
 from servekit.store.db import open_store
 from servekit.store.payments import provider_from_settings
 from servekit.web.api.context import ApiContext
+from servekit.web.api.problems import internal_error
 from servekit.web.api.routes import api_router
+from servekit.web.security import SecuredApp
 
 
 def create_api_app(ctx: ApiContext) -> FastAPI:
     """An app with the ``/api/v1`` router and its OpenAPI document at ``/api/v1/openapi.json``."""
-    app = FastAPI(
+    app = SecuredApp(
         title="servekit store API",
         version=__version__,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # Swagger UI loads scripts from a CDN, which the CSP refuses
         redoc_url=None,
     )
+    app.state.store = ctx.store
+    app.add_exception_handler(Exception, lambda _request, _exc: internal_error())
     app.include_router(api_router(ctx))
     return app
 

@@ -32,16 +32,29 @@ from servekit.store.results import (
     TokenInfo,
     VersionInfo,
 )
-from servekit.web import signin
+from servekit.web import fields, signin
 from servekit.web.api.context import ApiContext
-from servekit.web.api.problems import ProblemRoute
+from servekit.web.api.problems import ProblemRoute, responses
 
 PREFIX = "/api/v1"
 # Ids fit the databases' BIGINT and JSON's safe integers (RFC 8785 canonical JSON, which
 # checkout hashes requests with, refuses larger): a larger id is a 422, never a 500.
 MAX_ID = 2**53 - 1
 RowId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
+# path parameters have the shapes the store can hold: anything else is a 422 before a query
+PackageIdPath = Annotated[str, PathParam(pattern=fields.PACKAGE_ID_PATTERN)]
+VersionPath = Annotated[str, PathParam(pattern=fields.VERSION_PATTERN)]
+WorkspacePath = Annotated[str, PathParam(pattern=fields.SLUG_PATTERN)]
+IdempotencyKey = Annotated[str, Header(pattern=fields.KEY_PATTERN)]
 WS = "/workspaces/{workspace}"
+# what each kind of route can answer besides success (422 and 500: every route)
+PUBLIC = responses(404)
+SIGN_IN = responses(401, 413, 429)
+MEMBER = responses(401, 404)
+MEMBER_BODY = responses(401, 404, 413)
+BUYING = responses(401, 403, 404, 409, 410, 413)
+PAYING = responses(401, 402, 403, 404, 409, 410, 413)
+USER_AGENT_MAX = 512
 
 
 class Body(BaseModel):
@@ -49,8 +62,8 @@ class Body(BaseModel):
 
 
 class SignInBody(Body):
-    email: str
-    password: str
+    email: fields.Email
+    password: fields.Password
 
 
 class SessionToken(Body):
@@ -58,8 +71,10 @@ class SessionToken(Body):
 
 
 class QuoteBody(Body):
-    package_id: str
-    version: str | None = Field(default=None, description="Omit for a subscription (latest).")
+    package_id: fields.PackageId
+    version: fields.Version | None = Field(
+        default=None, description="Omit for a subscription (latest)."
+    )
     kind: OrderKind = OrderKind.PURCHASE
 
 
@@ -68,18 +83,20 @@ class OrderBody(Body):
 
 
 class SignBody(Body):
-    package_id: str
-    version: str
-    licensed_entity: str = Field(min_length=1)
-    signer_name: str = Field(min_length=1)
-    signer_title: str = Field(min_length=1)
-    authority_statement: str = Field(min_length=1)
+    package_id: fields.PackageId
+    version: fields.Version
+    licensed_entity: fields.Paragraph
+    signer_name: fields.NonEmptyLine
+    signer_title: fields.NonEmptyLine
+    authority_statement: fields.Paragraph
     affirmations: dict[Clause, bool] = Field(description="Each clause, affirmed separately.")
-    terms_sha256: str = Field(description="sha256 of the terms text the signer was shown.")
+    terms_sha256: fields.Sha256 = Field(
+        description="sha256 of the terms text the signer was shown."
+    )
 
 
 class TokenBody(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: fields.NonEmptyLine
 
 
 class Me(Body):
@@ -98,7 +115,7 @@ def _bearer(authorization: str | None) -> str:
     return token.strip()
 
 
-def _principal(s: Session, authorization: str | None, workspace: str) -> Principal:
+def _principal(s: Session, authorization: str | None, workspace: WorkspacePath) -> Principal:
     token = _bearer(authorization)
     if token.startswith(accounts.TOKEN_PREFIX):
         found = accounts.principal_for_token(token, session=s)
@@ -137,33 +154,33 @@ def api_router(ctx: ApiContext) -> APIRouter:
 
 
 def _public_routes(router: APIRouter, ctx: ApiContext) -> None:
-    @router.get("/catalog")
+    @router.get("/catalog", responses=responses())
     def list_catalog() -> list[VersionInfo]:
         """Every version on sale."""
         with ctx.store.transaction() as s:
             return publishing.catalog(session=s)
 
-    @router.get("/catalog/{package_id}/{version}")
-    def show_version(package_id: str, version: str) -> VersionInfo:
+    @router.get("/catalog/{package_id}/{version}", responses=PUBLIC)
+    def show_version(package_id: PackageIdPath, version: VersionPath) -> VersionInfo:
         """One version, retracted or not."""
         with ctx.store.transaction() as s:
             return publishing.version_info(publishing.get_version(package_id, version, session=s))
 
-    @router.post("/sessions", status_code=201)
+    @router.post("/sessions", status_code=201, responses=SIGN_IN)
     def sign_in(body: SignInBody, request: Request) -> SessionToken:
         """Check the password and open a session; the token is shown once. Five failures
         for the email or the client address in 15 minutes: 429 until the window passes."""
         client = request.client.host if request.client else "unknown"
         return SessionToken(token=signin.sign_in(ctx.store, body.email, body.password, client))
 
-    @router.get("/me")
+    @router.get("/me", responses=responses(401))
     def me(authorization: Auth = None) -> Me:
         """The workspace an API token belongs to (the download client starts here)."""
         with ctx.store.transaction() as s:
             p = accounts.principal_for_token(_bearer(authorization), session=s)
             return Me(workspace=p.workspace, role=p.role.value, user_id=p.user_id)
 
-    @router.post("/webhooks/stripe")
+    @router.post("/webhooks/stripe", responses=responses(400, 409, 413))
     async def stripe_webhook(
         request: Request, stripe_signature: Annotated[str | None, Header()] = None
     ) -> WebhookResult:
@@ -174,31 +191,36 @@ def _public_routes(router: APIRouter, ctx: ApiContext) -> None:
 
 
 def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
-    @router.post(WS + "/quotes", status_code=201)
-    def quote(workspace: str, body: QuoteBody, authorization: Auth = None) -> QuoteInfo:
+    @router.post(WS + "/quotes", status_code=201, responses=BUYING)
+    def quote(workspace: WorkspacePath, body: QuoteBody, authorization: Auth = None) -> QuoteInfo:
         """Price a version (or a subscription); nothing is charged."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
             return checkout.create_quote(p, body.package_id, body.version, body.kind, session=s)
 
-    @router.get(WS + "/quotes/{quote_id}")
-    def show_quote(workspace: str, quote_id: RowId, authorization: Auth = None) -> QuoteInfo:
+    @router.get(WS + "/quotes/{quote_id}", responses=MEMBER)
+    def show_quote(
+        workspace: WorkspacePath, quote_id: RowId, authorization: Auth = None
+    ) -> QuoteInfo:
         """A quote of this workspace."""
         with ctx.store.transaction() as s:
             return checkout.get_quote(_principal(s, authorization, workspace), quote_id, session=s)
 
-    @router.get(WS + "/licence-terms/{package_id}/{version}")
+    @router.get(WS + "/licence-terms/{package_id}/{version}", responses=MEMBER)
     def terms(
-        workspace: str, package_id: str, version: str, authorization: Auth = None
+        workspace: WorkspacePath,
+        package_id: PackageIdPath,
+        version: VersionPath,
+        authorization: Auth = None,
     ) -> LicenceTerms:
         """The terms text, its sha256 and the four clauses to affirm."""
         with ctx.store.transaction() as s:
             _principal(s, authorization, workspace)
             return licences.terms_for(package_id, version, session=s)
 
-    @router.post(WS + "/licence-signatures", status_code=201)
+    @router.post(WS + "/licence-signatures", status_code=201, responses=BUYING)
     def sign(
-        workspace: str,
+        workspace: WorkspacePath,
         body: SignBody,
         request: Request,
         authorization: Auth = None,
@@ -218,15 +240,15 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
                 affirmed={c for c, yes in body.affirmations.items() if yes},
                 terms_sha256=body.terms_sha256,
                 ip=request.client.host if request.client else "unknown",
-                user_agent=user_agent or "",
+                user_agent=fields.printable_prefix(user_agent or "", USER_AGENT_MAX),
                 session=s,
             )
 
-    @router.post(WS + "/orders", status_code=201)
+    @router.post(WS + "/orders", status_code=201, responses=PAYING)
     def confirm(
-        workspace: str,
+        workspace: WorkspacePath,
         body: OrderBody,
-        idempotency_key: Annotated[str, Header(min_length=8, max_length=200)],
+        idempotency_key: IdempotencyKey,
         authorization: Auth = None,
     ) -> OrderInfo:
         """Confirm a quote: charges once per Idempotency-Key and grants the entitlement."""
@@ -236,8 +258,10 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
                 p, body.quote_id, idempotency_key, provider=ctx.provider, session=s
             )
 
-    @router.get(WS + "/orders/{order_id}")
-    def show_order(workspace: str, order_id: RowId, authorization: Auth = None) -> OrderInfo:
+    @router.get(WS + "/orders/{order_id}", responses=MEMBER)
+    def show_order(
+        workspace: WorkspacePath, order_id: RowId, authorization: Auth = None
+    ) -> OrderInfo:
         """An order of this workspace."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
@@ -245,16 +269,18 @@ def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
 
 
 def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
-    @router.get(WS + "/entitlements")
-    def list_entitlements(workspace: str, authorization: Auth = None) -> list[EntitlementInfo]:
+    @router.get(WS + "/entitlements", responses=MEMBER)
+    def list_entitlements(
+        workspace: WorkspacePath, authorization: Auth = None
+    ) -> list[EntitlementInfo]:
         """What this workspace holds and may download."""
         with ctx.store.transaction() as s:
             p = _principal(s, authorization, workspace)
             return entitlements.list_entitlements(p, session=s)
 
-    @router.post(WS + "/entitlements/{entitlement_id}/cancel")
+    @router.post(WS + "/entitlements/{entitlement_id}/cancel", responses=BUYING)
     def cancel(
-        workspace: str, entitlement_id: RowId, authorization: Auth = None
+        workspace: WorkspacePath, entitlement_id: RowId, authorization: Auth = None
     ) -> EntitlementInfo:
         """Cancel a maintenance subscription at the end of its period."""
         with ctx.store.transaction() as s:
@@ -264,10 +290,13 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
     @router.get(
         WS + "/downloads/{package_id}/{version}",
         response_class=Response,
-        responses={200: {"content": {"application/gzip": {}}}},
+        responses={200: {"content": {"application/gzip": {}}}, **responses(401, 403, 404, 410)},
     )
     def download(
-        workspace: str, package_id: str, version: str, authorization: Auth = None
+        workspace: WorkspacePath,
+        package_id: PackageIdPath,
+        version: VersionPath,
+        authorization: Auth = None,
     ) -> Response:
         """The kit of a held version (``latest``: the newest held); every download is logged."""
         with ctx.store.transaction() as s:
@@ -277,22 +306,26 @@ def _holding_routes(router: APIRouter, ctx: ApiContext) -> None:
             )
         return kit_response(kit, {"X-Kit-Version": kit.version})
 
-    @router.get(WS + "/tokens")
-    def list_tokens(workspace: str, authorization: Auth = None) -> list[TokenInfo]:
+    @router.get(WS + "/tokens", responses=MEMBER)
+    def list_tokens(workspace: WorkspacePath, authorization: Auth = None) -> list[TokenInfo]:
         """Your API tokens in this workspace (never the secret)."""
         with ctx.store.transaction() as s:
             return accounts.list_tokens(_principal(s, authorization, workspace), session=s)
 
-    @router.post(WS + "/tokens", status_code=201)
-    def create_token(workspace: str, body: TokenBody, authorization: Auth = None) -> NewToken:
+    @router.post(WS + "/tokens", status_code=201, responses=MEMBER_BODY)
+    def create_token(
+        workspace: WorkspacePath, body: TokenBody, authorization: Auth = None
+    ) -> NewToken:
         """A new API token for downloads; the secret is shown once."""
         with ctx.store.transaction() as s:
             return accounts.create_token(
                 _principal(s, authorization, workspace), body.name, session=s
             )
 
-    @router.delete(WS + "/tokens/{token_id}", status_code=204)
-    def revoke_token(workspace: str, token_id: RowId, authorization: Auth = None) -> Response:
+    @router.delete(WS + "/tokens/{token_id}", status_code=204, responses=MEMBER)
+    def revoke_token(
+        workspace: WorkspacePath, token_id: RowId, authorization: Auth = None
+    ) -> Response:
         """Revoke one of your API tokens."""
         with ctx.store.transaction() as s:
             accounts.revoke_token(_principal(s, authorization, workspace), token_id, session=s)

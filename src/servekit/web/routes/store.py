@@ -18,20 +18,36 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from servekit.errors import AuthenticationError, Error, StoreNotFoundError, UsageError
+from servekit.errors import (
+    AuthenticationError,
+    Error,
+    StoreNotFoundError,
+    TooManySignInsError,
+    UsageError,
+)
 from servekit.store import accounts, checkout, entitlements, licences, publishing
 from servekit.store.db import Store
 from servekit.store.models import Clause, OrderKind, Role
 from servekit.store.results import EntitlementInfo, Principal
 from servekit.web import signin
 from servekit.web.api.problems import status_of
-from servekit.web.api.routes import MAX_ID, RowId, kit_response
+from servekit.web.api.routes import MAX_ID, USER_AGENT_MAX, RowId, kit_response
+from servekit.web.fields import (
+    EMAIL_MAX,
+    KEY_MAX,
+    NAME_MAX,
+    PARAGRAPH_MAX,
+    PASSWORD_MAX,
+    form_choice,
+    form_text,
+    printable_prefix,
+)
 from servekit.web.pages import NO_STORE, SESSION_TOKEN, page
 
 router = APIRouter()
@@ -56,7 +72,10 @@ def _to(path: str) -> RedirectResponse:
 
 def _refused(request: Request, template: str, exc: Error, **values: Any) -> HTMLResponse:
     """The form again, with the error beside it and the inputs it was given."""
-    return page(request, template, status_of(exc), error=exc, **values)
+    answer = page(request, template, status_of(exc), error=exc, **values)
+    if isinstance(exc, TooManySignInsError):
+        answer.headers["Retry-After"] = str(exc.retry_after)
+    return answer
 
 
 def safe_next(path: str, default: str = "/account") -> str:
@@ -99,34 +118,50 @@ def signup_form(request: Request, next: str = "") -> HTMLResponse:
 def signup(
     request: Request, email: Text, password: Text, workspace: Text, next: OptionalText = ""
 ) -> Response:
+    """The same answer whether or not the email has an account: sign in next
+    (:func:`servekit.store.accounts.sign_up`), then on to ``next`` or the workspace."""
     try:
+        _credentials(email, password)
+        form_text(workspace, "workspace")
         with _store(request).transaction() as s:
-            uid = accounts.create_user(email, password, session=s)
-            accounts.create_workspace(workspace, workspace, owner_id=uid, session=s)
-            token = accounts.sign_in(email, password, session=s)
+            accounts.sign_up(email, password, workspace, session=s)
     except Error as exc:
         kept = {"email": email, "workspace": workspace, "next": safe_next(next, "")}
         return _refused(request, "store/signup.html", exc, **kept)
-    _signed_in(request, token)
-    return _to(safe_next(next, f"/w/{quote(workspace)}"))
+    then = safe_next(next, f"/w/{quote(workspace)}")
+    return _to("/signin?" + urlencode({"next": then, "signed_up": "1"}))
 
 
 @router.get("/signin", response_class=HTMLResponse)
-def signin_form(request: Request, next: str = "/account") -> HTMLResponse:
-    return page(request, "store/signin.html", next=safe_next(next), email="")
+def signin_form(request: Request, next: str = "/account", signed_up: str = "") -> HTMLResponse:
+    return page(
+        request, "store/signin.html", next=safe_next(next), email="", signed_up=bool(signed_up)
+    )
 
 
 @router.post("/signin")
 def signin_post(
     request: Request, email: Text, password: Text, next: OptionalText = "/account"
 ) -> Response:
+    key: str = request.app.state.device_key
     try:
-        token = signin.sign_in(_store(request), email, password, _client(request))
+        _credentials(email, password)
+        known = signin.known_device(key, email, request.cookies.get(signin.DEVICE_COOKIE))
+        token = signin.sign_in(_store(request), email, password, _client(request), known=known)
     except Error as exc:
-        kept = {"email": email, "next": safe_next(next)}
+        kept = {"email": email, "next": safe_next(next), "signed_up": False}
         return _refused(request, "store/signin.html", exc, **kept)
     _signed_in(request, token)
-    return _to(safe_next(next))
+    answer = _to(safe_next(next))
+    answer.set_cookie(
+        signin.DEVICE_COOKIE,
+        signin.device_token(key, email),
+        max_age=signin.DEVICE_DAYS * 86400,
+        httponly=True,
+        secure=True,
+        samesite="lax",
+    )
+    return answer
 
 
 @router.get("/signout", response_class=HTMLResponse)
@@ -198,20 +233,13 @@ def add_member(request: Request, workspace: str, email: Text, role: Text) -> Res
     with _member(request, workspace) as (s, p):
         try:
             with s.begin_nested():
+                chosen = form_choice(Role, role, "role")
                 accounts.require_owner(p)
-                member = accounts.user_id_by_email(email, session=s)
-                accounts.add_member(p.workspace_id, member, _role(role), session=s)
+                member = accounts.user_id_by_email(form_text(email, "email", EMAIL_MAX), session=s)
+                accounts.add_member(p.workspace_id, member, chosen, session=s)
         except Error as exc:
             return _workspace(request, s, p, status_of(exc), error=exc, member_email=email)
     return _to(f"/w/{quote(workspace)}#members")
-
-
-def _role(value: str) -> Role:
-    try:
-        return Role(value)
-    except ValueError:
-        roles = ", ".join(r.value for r in Role)
-        raise UsageError(f"role {value!r} is not one of {roles}", hint="pick a role") from None
 
 
 @router.post("/w/{workspace}/tokens")
@@ -219,7 +247,7 @@ def new_token(request: Request, workspace: str, name: Text) -> Response:
     """The token is kept in the session until its page shows it once (it is stored as a
     hash): reloading that page shows no token and makes none."""
     with _member(request, workspace) as (s, p):
-        made = accounts.create_token(p, name, session=s)
+        made = accounts.create_token(p, form_text(name, "token name"), session=s)
     request.session[NEW_TOKEN] = {"workspace": p.workspace, "name": made.name, "token": made.token}
     return _to(f"/w/{quote(workspace)}/tokens/new")
 
@@ -345,22 +373,15 @@ def new_quote(
     with _user(request) as (s, uid):
         try:
             with s.begin_nested():
-                p = accounts.principal_for_user(uid, workspace, session=s)
-                order_kind = _kind(kind)
+                order_kind = form_choice(OrderKind, kind, "kind")
+                form_text(package_id, "package id")
+                form_text(version, "version")
+                p = accounts.principal_for_user(uid, form_text(workspace, "workspace"), session=s)
                 q = checkout.create_quote(p, package_id, version, order_kind, session=s)
         except Error as exc:
             chosen = {"workspace": workspace, "kind": kind}
             return _buy_page(request, s, uid, package_id, version, error=exc, chosen=chosen)
     return _to(f"/w/{quote(workspace)}/quotes/{q.id}")
-
-
-def _kind(value: str) -> OrderKind:
-    try:
-        return OrderKind(value)
-    except ValueError:
-        raise UsageError(
-            f"order kind {value!r} is not purchase or subscription", hint="pick one"
-        ) from None
 
 
 def _quote_page(
@@ -399,6 +420,7 @@ def confirm(request: Request, workspace: str, quote_id: RowId, idempotency_key: 
     with _member(request, workspace) as (s, p):
         try:
             with s.begin_nested():
+                form_text(idempotency_key, "idempotency key", KEY_MAX)
                 order = checkout.confirm(
                     p, quote_id, idempotency_key, provider=request.app.state.provider, session=s
                 )
@@ -479,9 +501,26 @@ def _sign(
         package_id,
         version,
         affirmed=affirmed,
-        terms_sha256=terms_sha256,
+        terms_sha256=form_text(terms_sha256, "terms sha256", 64),
         ip=_client(request),
-        user_agent=request.headers.get("user-agent", ""),
+        user_agent=printable_prefix(request.headers.get("user-agent", ""), USER_AGENT_MAX),
         session=s,
-        **kept,
+        **{name: _bounded(name, value) for name, value in kept.items()},
     )
+
+
+def _bounded(name: str, value: str) -> str:
+    """A licence form field within its bounds: the two paragraphs may hold lines."""
+    paragraph = name in ("licensed_entity", "authority_statement")
+    limit = PARAGRAPH_MAX if paragraph else NAME_MAX
+    return form_text(value, name.replace("_", " "), limit, lines=paragraph)
+
+
+def _credentials(email: str, password: str) -> None:
+    """Bounds on a sign-up or sign-in form's email and password (before any hashing)."""
+    form_text(email, "email", EMAIL_MAX)
+    if len(password) > PASSWORD_MAX:
+        raise UsageError(
+            f"the password is {len(password)} characters long; at most {PASSWORD_MAX} are accepted",
+            hint="choose a shorter password",
+        )
