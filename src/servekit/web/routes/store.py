@@ -370,13 +370,14 @@ def new_quote(
 ) -> Response:
     """Price the version: nothing is charged until the quote is confirmed. A refusal (the
     workspace holds it already, maintenance without the version) shows the buy page again."""
+    order_kind = form_choice(OrderKind, kind, "kind")  # not a choice the form offers: a 422
+    form_text(package_id, "package id")
+    form_text(version, "version")
+    form_text(workspace, "workspace")
     with _user(request) as (s, uid):
         try:
             with s.begin_nested():
-                order_kind = form_choice(OrderKind, kind, "kind")
-                form_text(package_id, "package id")
-                form_text(version, "version")
-                p = accounts.principal_for_user(uid, form_text(workspace, "workspace"), session=s)
+                p = accounts.principal_for_user(uid, workspace, session=s)
                 q = checkout.create_quote(p, package_id, version, order_kind, session=s)
         except Error as exc:
             chosen = {"workspace": workspace, "kind": kind}
@@ -417,10 +418,10 @@ def quote_page(request: Request, workspace: str, quote_id: RowId) -> HTMLRespons
 @router.post("/w/{workspace}/quotes/{quote_id}/confirm")
 def confirm(request: Request, workspace: str, quote_id: RowId, idempotency_key: Text) -> Response:
     """Charge once per idempotency key (a second submit of the form replays the order)."""
+    form_text(idempotency_key, "idempotency key", KEY_MAX)  # not one the form wrote: a 422
     with _member(request, workspace) as (s, p):
         try:
             with s.begin_nested():
-                form_text(idempotency_key, "idempotency key", KEY_MAX)
                 order = checkout.confirm(
                     p, quote_id, idempotency_key, provider=request.app.state.provider, session=s
                 )
