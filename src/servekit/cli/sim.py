@@ -9,8 +9,10 @@ from pydantic import ValidationError
 
 from servekit.bench.loop import LoopKind, run
 from servekit.bench.sim import Fault, SimConfig, serve_forever
+from servekit.bench.sim.perf import PerfModel
 from servekit.cli.output import stderr
-from servekit.errors import UsageError
+from servekit.engines.sim import NOISE_SEED_ENV
+from servekit.errors import BenchError, UsageError
 from servekit.seams import option_names, validation_problems
 
 app = typer.Typer(
@@ -18,6 +20,25 @@ app = typer.Typer(
     "measured against it are labelled simulator results everywhere.",
     no_args_is_help=True,
 )
+
+
+_PERF = "Performance model (off unless one of these is given)"
+_PERF_FIELDS = {
+    "max_num_seqs": "max_num_seqs", "max_num_batched_tokens": "max_num_batched_tokens",
+    "enable_chunked_prefill": "chunked_prefill", "gpu_memory_utilization": "gpu_memory_utilization",
+    "kv_tokens": "kv_tokens", "oom_above": "oom_above", "pad_cost": "pad_cost",
+    "chunk_step_ms": "chunk_step_ms", "step_us_per_token": "step_us_per_token", "noise": "noise",
+}  # fmt: skip
+
+
+def _perf(options: dict[str, object]) -> PerfModel | None:
+    """The performance model when any of its options is given (else the plain simulator)."""
+    given = {
+        field: options[name] for name, field in _PERF_FIELDS.items() if options[name] is not None
+    }
+    if not given:
+        return None
+    return PerfModel.model_validate({**given, "noise_seed": options["noise_seed"]})
 
 
 @app.command("serve")
@@ -71,6 +92,73 @@ def serve_command(
         None, metavar="SUBSTRING", help="Fault only prompts containing this text."
     ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Event loop (uvloop when installed)."),
+    max_num_seqs: int | None = typer.Option(
+        None,
+        metavar="N",
+        help="Performance model: the batch limit (stock 256).",
+        rich_help_panel=_PERF,
+    ),
+    max_num_batched_tokens: int | None = typer.Option(
+        None,
+        metavar="TOKENS",
+        help="Performance model: tokens per step (stock 2048).",
+        rich_help_panel=_PERF,
+    ),
+    enable_chunked_prefill: bool | None = typer.Option(
+        None,
+        "--enable-chunked-prefill/--no-enable-chunked-prefill",
+        help="Performance model: chunked prefill (stock on).",
+        rich_help_panel=_PERF,
+    ),
+    gpu_memory_utilization: float | None = typer.Option(
+        None,
+        metavar="FRACTION",
+        help="Performance model: memory share (stock 0.9).",
+        rich_help_panel=_PERF,
+    ),
+    kv_tokens: int | None = typer.Option(
+        None,
+        metavar="TOKENS",
+        help="Simulated GPU: KV tokens per unit of memory share (10000).",
+        rich_help_panel=_PERF,
+    ),
+    oom_above: float | None = typer.Option(
+        None,
+        metavar="FRACTION",
+        help="Simulated GPU: memory share above which start fails (0.96).",
+        rich_help_panel=_PERF,
+    ),
+    pad_cost: float | None = typer.Option(
+        None,
+        metavar="FRACTION",
+        help="Simulated GPU: step cost of idle batch slots (0.5).",
+        rich_help_panel=_PERF,
+    ),
+    chunk_step_ms: float | None = typer.Option(
+        None,
+        metavar="MS",
+        help="Simulated GPU: cost of each further prefill chunk (8).",
+        rich_help_panel=_PERF,
+    ),
+    step_us_per_token: float | None = typer.Option(
+        None,
+        metavar="US",
+        help="Simulated GPU: decode-step cost per budgeted token (0.5).",
+        rich_help_panel=_PERF,
+    ),
+    noise: float | None = typer.Option(
+        None,
+        metavar="SIGMA",
+        help="Simulated host: run-to-run noise, one lognormal draw per start.",
+        rich_help_panel=_PERF,
+    ),
+    noise_seed: str | None = typer.Option(
+        None,
+        metavar="SEED",
+        envvar=NOISE_SEED_ENV,
+        help="Simulated host: the seed of this start's noise draw (default: random).",
+        rich_help_panel=_PERF,
+    ),
 ) -> None:
     """Serve /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /version and
     /metrics with a known timing model until interrupted (Ctrl-C)."""
@@ -92,10 +180,16 @@ def serve_command(
             fault=fault,
             fault_every=fault_every,
             fault_match=fault_match,
+            perf=_perf(locals()),
         )
     except ValidationError as exc:
         names = option_names(SimConfig.model_fields, role_chunk="--no-role-chunk")
+        names |= option_names(PerfModel.model_fields, chunked_prefill="--enable-chunked-prefill")
         raise UsageError(validation_problems(exc, names)) from exc
+    problem = config.perf.startup_problem(max_model_len) if config.perf else None
+    if problem:
+        raise BenchError(f"the simulated engine does not start: {problem}",
+                         hint="change the flag it names (servekit sim serve --help)")  # fmt: skip
 
     def ready(bound: int) -> None:
         stderr.print(f"servekit simulator listening on http://{host}:{bound} (model {model})")
