@@ -62,7 +62,9 @@ def tune(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
-    """Start the engine once per candidate (stock first), measure each with bench run on one
+    """Find a faster engine configuration for a workload: search, then confirm against stock in fresh runs; writes a draft package.
+
+    Starts the engine once per candidate (stock first), measure each with bench run on one
     contract, search with optuna's TPE, then re-measure the best and stock in fresh
     interleaved runs: a speedup is claimed only if those confirmation runs carry it (exact
     one-sided permutation test, alpha 0.05, and the 2 % improvement contract). Writes a draft

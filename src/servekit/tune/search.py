@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     import optuna
 
 Point = dict[str, FlagValue]
-MAX_REPEATS = 50
-"""TPE proposals of already-measured points answered from the log before giving up."""
+MAX_REPEATS = 20
+"""TPE proposals of already-measured points answered from the log before a random new one."""
 
 
 def _key(point: Point) -> tuple[tuple[str, str], ...]:
@@ -65,8 +65,9 @@ class Random:
 
 
 class Tpe:
-    """optuna's TPE over the space's values (each flag's value index, categorical), seeded;
-    its random start is a quarter of the space (3 to 10 points) so small budgets still search."""
+    """optuna's TPE over the space's values, seeded: a flag's listed values as an ordered
+    index (a boolean flag as a category); its random start is a quarter of the space (3 to
+    10 points) so small budgets still search."""
 
     def __init__(self, space: Space, seed: int, *, maximize: bool) -> None:
         import optuna
@@ -78,6 +79,8 @@ class Tpe:
             sampler=sampler, direction="maximize" if maximize else "minimize"
         )
         self.space = space
+        self.maximize = maximize
+        self.rng = random.Random(seed)
         self.size = space.size()
         self.known: dict[tuple[tuple[str, str], ...], float | None] = {}
         self.pending: dict[tuple[tuple[str, str], ...], optuna.trial.Trial] = {}
@@ -86,8 +89,12 @@ class Tpe:
         trial = self.study.ask()
         point: Point = {}
         for name, values in self.space.search.items():
-            index = trial.suggest_categorical(name, list(range(len(values))))
-            point[name] = values[int(index or 0)]
+            if all(isinstance(v, bool) for v in values):
+                point[name] = values[
+                    int(trial.suggest_categorical(name, list(range(len(values)))) or 0)
+                ]
+            else:  # listed values are ordered (batch sizes, budgets): TPE models the order
+                point[name] = values[trial.suggest_int(name, 0, len(values) - 1)]
         return trial, point
 
     def propose(self) -> Point | None:
@@ -100,12 +107,29 @@ class Tpe:
                 self.pending[key] = trial
                 return point
             self._finish(trial, self.known[key])  # a repeat: answered from the log
-        return None
+        return self._unmeasured()
+
+    def _unmeasured(self) -> Point | None:
+        """TPE keeps proposing measured points (it has converged): hand it a random point
+        not yet measured, so the budget is spent on new candidates."""
+        rest = [p for p in points(self.space) if _key(p) not in self.known]
+        if not rest:
+            return None
+        point = self.rng.choice(rest)
+        self.study.enqueue_trial({n: list(v).index(point[n]) for n, v in self.space.search.items()})
+        trial, asked = self._ask()
+        self.pending[_key(asked)] = trial
+        return asked
 
     def _finish(self, trial: optuna.trial.Trial, score: float | None) -> None:
-        import optuna
-
+        """A failed candidate is told as the worst score so far made twice as bad: optuna's
+        samplers ignore failed trials, so TPE would keep proposing the region that fails."""
+        scores = [v for v in self.known.values() if v is not None]
+        if score is None and scores:
+            score = min(scores) / 2 if self.maximize else max(scores) * 2
         if score is None:
+            import optuna
+
             self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
         else:
             self.study.tell(trial, score)
