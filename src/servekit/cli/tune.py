@@ -77,12 +77,12 @@ def tune(
     from servekit.tune.models import TuneConfig
     from servekit.tune.run import tune as run_tune
 
-    name = "servekit-sim" if engine == "sim" else engine
+    name, budget_s = ("servekit-sim" if engine == "sim" else engine), _budget(budget)
     try:
         config = TuneConfig.model_validate({
             "engine": name, "model_dir": model, "served_name": served_name or model.resolve().name,
             "workload": _read(workload, "workload"), "space": _read(space, "space"),
-            "budget_s": _budget(budget), "max_candidates": max_candidates, "method": method,
+            "budget_s": budget_s, "max_candidates": max_candidates, "method": method,
             "confirm_pairs": confirm_pairs, "out": out, "gpus": gpus, "hardware": hardware,
             "allow_numerics": allow_numerics, "seed": seed,
         })  # fmt: skip
