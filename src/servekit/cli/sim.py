@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import typer
 from pydantic import ValidationError
@@ -29,6 +30,11 @@ _PERF_FIELDS = {
     "kv_tokens": "kv_tokens", "oom_above": "oom_above", "pad_cost": "pad_cost",
     "chunk_step_ms": "chunk_step_ms", "step_us_per_token": "step_us_per_token", "noise": "noise",
 }  # fmt: skip
+
+
+def _perf_option(metavar: str, help: str) -> Any:
+    """An option of the performance model: unset (None) unless given."""
+    return typer.Option(None, metavar=metavar, help=help, rich_help_panel=_PERF)
 
 
 def _perf(options: dict[str, object]) -> PerfModel | None:
@@ -92,17 +98,9 @@ def serve_command(
         None, metavar="SUBSTRING", help="Fault only prompts containing this text."
     ),
     loop: LoopKind = typer.Option(LoopKind.AUTO, help="Event loop (uvloop when installed)."),
-    max_num_seqs: int | None = typer.Option(
-        None,
-        metavar="N",
-        help="Performance model: the batch limit (stock 256).",
-        rich_help_panel=_PERF,
-    ),
-    max_num_batched_tokens: int | None = typer.Option(
-        None,
-        metavar="TOKENS",
-        help="Performance model: tokens per step (stock 2048).",
-        rich_help_panel=_PERF,
+    max_num_seqs: int | None = _perf_option("N", "Performance model: the batch limit (stock 256)."),
+    max_num_batched_tokens: int | None = _perf_option(
+        "TOKENS", "Performance model: tokens per step (stock 2048)."
     ),
     enable_chunked_prefill: bool | None = typer.Option(
         None,
@@ -110,47 +108,26 @@ def serve_command(
         help="Performance model: chunked prefill (stock on).",
         rich_help_panel=_PERF,
     ),
-    gpu_memory_utilization: float | None = typer.Option(
-        None,
-        metavar="FRACTION",
-        help="Performance model: memory share (stock 0.9).",
-        rich_help_panel=_PERF,
+    gpu_memory_utilization: float | None = _perf_option(
+        "FRACTION", "Performance model: memory share (stock 0.9)."
     ),
-    kv_tokens: int | None = typer.Option(
-        None,
-        metavar="TOKENS",
-        help="Simulated GPU: KV tokens per unit of memory share (10000).",
-        rich_help_panel=_PERF,
+    kv_tokens: int | None = _perf_option(
+        "TOKENS", "Simulated GPU: KV tokens per unit of memory share (10000)."
     ),
-    oom_above: float | None = typer.Option(
-        None,
-        metavar="FRACTION",
-        help="Simulated GPU: memory share above which start fails (0.96).",
-        rich_help_panel=_PERF,
+    oom_above: float | None = _perf_option(
+        "FRACTION", "Simulated GPU: memory share above which start fails (0.96)."
     ),
-    pad_cost: float | None = typer.Option(
-        None,
-        metavar="FRACTION",
-        help="Simulated GPU: step cost of idle batch slots (0.5).",
-        rich_help_panel=_PERF,
+    pad_cost: float | None = _perf_option(
+        "FRACTION", "Simulated GPU: step cost of idle batch slots (0.5)."
     ),
-    chunk_step_ms: float | None = typer.Option(
-        None,
-        metavar="MS",
-        help="Simulated GPU: cost of each further prefill chunk (8).",
-        rich_help_panel=_PERF,
+    chunk_step_ms: float | None = _perf_option(
+        "MS", "Simulated GPU: cost of each further prefill chunk (8)."
     ),
-    step_us_per_token: float | None = typer.Option(
-        None,
-        metavar="US",
-        help="Simulated GPU: decode-step cost per budgeted token (0.5).",
-        rich_help_panel=_PERF,
+    step_us_per_token: float | None = _perf_option(
+        "US", "Simulated GPU: decode-step cost per budgeted token (0.5)."
     ),
-    noise: float | None = typer.Option(
-        None,
-        metavar="SIGMA",
-        help="Simulated host: run-to-run noise, one lognormal draw per start.",
-        rich_help_panel=_PERF,
+    noise: float | None = _perf_option(
+        "SIGMA", "Simulated host: run-to-run noise, one lognormal draw per start."
     ),
     noise_seed: str | None = typer.Option(
         None,
