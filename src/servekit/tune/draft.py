@@ -7,7 +7,7 @@ Layout (inside ``--out``)::
     evidence/confirm/*.jsonl   the confirmation runs, stock-i and tuned-i interleaved
     evidence/search-log.json   every candidate: flags, status, reason, score, seconds
     evidence/confirmation.json the confirmation's scores, test and verdict
-    model-pin.json             the model directory's digest (servekit model digest)
+    model/pin.json             the model directory's digest (servekit model digest)
     licenses/                  the package licence and the model licence (placeholders)
 
 Figures rest only on confirmation runs; selection runs are listed as runs (the search is
@@ -30,6 +30,7 @@ from servekit.engines import EngineSpec, engine
 from servekit.errors import GpuNameError
 from servekit.fit.gpus import lookup
 from servekit.package.evidence import load_evidence
+from servekit.package.files import LICENSES_DIR, PACKAGE_FILE, PIN_FILE
 from servekit.package.models import Metric, Statistic
 from servekit.package.stats import figure_value, summarize
 from servekit.tune.models import Candidate, Confirmation, TuneConfig
@@ -213,7 +214,7 @@ def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Co
          if conf else "No candidate besides stock could be measured, so nothing was confirmed."},
         {"topic": "weights_source", "title": "The model is a local directory",
          "text": f"The engine served {config.model_dir}; model.commit is the first 40 hex of its tree digest "
-                 "(model-pin.json), not a Hugging Face commit. Pin the upstream model before publishing."},
+                 "(model/pin.json), not a Hugging Face commit. Pin the upstream model before publishing."},
         {"topic": "context", "title": "One prompt length range was exercised",
          "text": f"Prompts of {config.workload.prompt_tokens[0]} to {config.workload.prompt_tokens[1]} tokens and "
                  f"{config.workload.output_tokens} output tokens; nothing longer, up to the "
@@ -249,14 +250,15 @@ def _accuracy(config: TuneConfig, simulator: bool) -> dict[str, Any]:
 
 def _model(config: TuneConfig) -> dict[str, Any]:
     pin = pin_directory(config.model_dir)
-    write_pin(pin, config.out / "model-pin.json")
+    (config.out / PIN_FILE).parent.mkdir(parents=True, exist_ok=True)
+    write_pin(pin, config.out / PIN_FILE)
     name = re.sub(r"[^A-Za-z0-9._-]", "-", config.model_dir.resolve().name) or "model"
     return {"repo": f"local/{name}", "commit": pin.tree_digest.removeprefix("sha256:")[:40],
             "tree_digest": pin.tree_digest, "total_bytes": pin.total_bytes,
-            "shard_count": max(1, pin.shard_count), "files": "model-pin.json",
+            "shard_count": max(1, pin.shard_count), "files": PIN_FILE,
             "parameters": {"total": 1, "notes": "Not counted by servekit tune: fill in before publishing."},
             "modalities": [{"modality": "text"}], "context_length": config.workload.context_length,
-            "license": {"name": "Not determined", "file": "licenses/MODEL_LICENSE.md",
+            "license": {"name": "Not determined", "file": f"{LICENSES_DIR}/MODEL_LICENSE.md",
                         "modifications": "None; the tuner changes serve flags only."}}  # fmt: skip
 
 
@@ -335,11 +337,11 @@ def write_draft(config: TuneConfig, session: str, candidates: tuple[Candidate, .
         "peak_memory": {"published": False, "note": "servekit tune does not measure memory."},
         "cost": {"as_of": dt.date.today().isoformat(), "note": "No cost is published by servekit tune."},
         "license": {"id": "draft-license", "name": "Draft licence", "version": "0.1", "date": dt.date.today().isoformat(),
-                    "file": "licenses/PACKAGE_LICENSE.md"},
+                    "file": f"{LICENSES_DIR}/PACKAGE_LICENSE.md"},
         "pricing": {"usd": 0, "tier": "standard", "maintenance": {"available": False}},
     }  # fmt: skip
-    (out / "package.yaml").write_text(
+    (out / PACKAGE_FILE).write_text(
         "# Written by servekit tune: a draft. Figures rest on confirmation runs only (docs/tune.md).\n"
         + yaml.dump(package, Dumper=_Plain, sort_keys=False, allow_unicode=True)
     )
-    return out / "package.yaml"
+    return out / PACKAGE_FILE
