@@ -31,7 +31,7 @@ def test_the_tuner_finds_the_optimum_and_confirms_it(tuned: Path) -> None:
     assert len(log["candidates"]) <= 9
     assert optimum(PerfModel(kv_tokens=11000), {
         "max_num_seqs": [8, 64], "max_num_batched_tokens": [512, 2048], "gpu_memory_utilization": [0.9, 0.99],
-    }, 1024, ttft_ms=5.0, itl_ms=2.0, prompt_tokens=512, output_tokens=16, concurrency=8)[0] == {
+    }, 1024, ttft_ms=20.0, itl_ms=8.0, prompt_tokens=512, output_tokens=16, concurrency=8)[0] == {
         "max_num_seqs": 8, "max_num_batched_tokens": 512, "gpu_memory_utilization": 0.9}  # fmt: skip
     failed = [c for c in log["candidates"] if c["status"] == "failed"]
     assert failed and all("CUDA out of memory (simulated)" in c["reason"] for c in failed)
@@ -40,7 +40,7 @@ def test_the_tuner_finds_the_optimum_and_confirms_it(tuned: Path) -> None:
     tuned_args = package["serve"]["args"][len(SIM_GPU) :]
     assert tuned_args == [w for flag, value in OPTIMUM.items() for w in (flag, f"{value:g}")]
     [speedup] = package["measurements"]["speedups"]
-    assert speedup["value_pct"] > 20  # the model's optimum is ~1.9x stock
+    assert speedup["value_pct"] > 20  # the model predicts 49 %
     assert "p = " in package["summary"]
 
 

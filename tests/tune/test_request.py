@@ -13,7 +13,7 @@ import pytest
 from servekit.cli.main import main
 from servekit.engines import sim
 from servekit.errors import TuneError, UsageError
-from servekit.tune.launch import StartFailedError, running
+from servekit.tune.launch import StartFailedError, resolve, running
 from servekit.tune.models import Method, Space, TuneConfig
 from servekit.tune.run import check_request
 from servekit.tune.search import Tpe, points, proposer
@@ -146,3 +146,12 @@ def test_the_cli_names_a_malformed_workload_file(
             "--space", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"), "--json"]  # fmt: skip
     assert main(args) == TuneError.exit_code
     assert "concurrency" in capsys.readouterr().err
+
+
+def test_a_console_script_is_found_beside_the_interpreter_when_not_on_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert resolve("servekit") == str(Path(sys.executable).parent / "servekit")
+    assert resolve("no-such-engine") == "no-such-engine"
+    assert resolve("/bin/sh") == "/bin/sh"

@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -35,6 +37,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def resolve(program: str) -> str:
+    """A bare program name from PATH, else from beside the running interpreter (a
+    virtual environment's console scripts, when it is not activated), else as given."""
+    if os.sep in program or shutil.which(program):
+        return program
+    sibling = Path(sys.executable).parent / program
+    return str(sibling) if sibling.is_file() and os.access(sibling, os.X_OK) else program
 
 
 def _tail(log: Path, lines: int = 3) -> str:
@@ -90,7 +101,7 @@ def running(
     try:
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                (resolve(argv[0]), *argv[1:]), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **env}, start_new_session=True,
             )  # fmt: skip
     except OSError as exc:

@@ -38,8 +38,14 @@ def test_measured_latency_follows_the_flags_as_the_model_predicts(
             ev = run_harness(url, prompt_min=512, prompt_max=512, output_tokens=16,
                              concurrencies=(8,), requests=8, warmup=0, force=True)  # fmt: skip
         measured[name] = _e2el(ev[0])
-        assert measured[name] == pytest.approx(expected_e2el_ms(perf, **WORKLOAD), rel=0.08)
-    assert measured["wide"] > measured["best"] * 1.2  # idle batch slots cost padding
+        predicted = expected_e2el_ms(perf, **WORKLOAD)
+        assert (
+            predicted * 0.98 <= measured[name] <= predicted * 1.25
+        )  # late on a loaded host, never early
+    predicted_ratio = expected_e2el_ms(
+        BEST.model_copy(update={"max_num_seqs": 64}), **WORKLOAD
+    ) / expected_e2el_ms(BEST, **WORKLOAD)
+    assert measured["wide"] / measured["best"] == pytest.approx(predicted_ratio, rel=0.12)
 
 
 def test_the_known_optimum_of_a_space() -> None:
