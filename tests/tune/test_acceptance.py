@@ -4,10 +4,12 @@ noise a lucky best-of-20 is not published as a speedup."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from servekit.bench.sim.perf import PerfModel, optimum
@@ -110,3 +112,19 @@ def test_a_lucky_best_of_20_is_not_published_as_a_speedup(tmp_path: Path) -> Non
         d["text"] for d in package["disclosures"] if d["topic"] == "speedup"
     )
     assert package["serve"]["args"] == NOISY_SPACE["fixed"]  # stock is what ships
+
+
+def test_nothing_but_stock_starts_gives_an_honest_package_without_a_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    space = {"fixed": SIM_GPU, "search": {"--gpu-memory-utilization": [0.98, 0.99]}}  # both OOM
+    assert run_tune(tmp_path, "--json", "--budget", "5m", "--hardware", "2x H200", space=space) == 0
+    outcome = json.loads(capsys.readouterr().out)
+    assert (
+        outcome["best"] is None and outcome["confirmation"] is None and outcome["candidates"] == 3
+    )
+    package = _package(tmp_path / "out")
+    assert package["measurements"]["figures"] == [] and package["measurements"]["speedups"] == []
+    assert package["hardware"]["target"] == {"gpu": "H200", "count": 2, "memory_per_gpu_gb": 141.0,
+                                              "interconnect": "single node"}  # fmt: skip
+    assert "nothing was confirmed" in json.dumps(package["disclosures"])
