@@ -64,11 +64,35 @@ def tune(
 ) -> None:
     """Find a faster engine configuration for a workload: search, then confirm against stock in fresh runs; writes a draft package.
 
-    Starts the engine once per candidate (stock first), measure each with bench run on one
-    contract, search with optuna's TPE, then re-measure the best and stock in fresh
-    interleaved runs: a speedup is claimed only if those confirmation runs carry it (exact
-    one-sided permutation test, alpha 0.05, and the 2 % improvement contract). Writes a draft
-    package to --out; `servekit package check OUT` then checks it. docs/tune.md explains it."""
+    Stock is measured first, then candidates from optuna's TPE (or the random and
+    grid baselines), each with its own engine start and one bench run on the
+    workload's contract; a candidate that fails to start or serve is kept with its
+    reason. The best candidate is never published from its search run: it and
+    stock are re-measured in fresh interleaved runs, and a speedup is claimed only
+    if those carry it (exact one-sided permutation test at alpha 0.05, and the 2 %
+    improvement contract). Then check the draft: servekit package check OUT.
+
+    \b
+    workload.yaml:                      space.yaml:
+      id: chat-512                        fixed: [--max-model-len, "4096"]
+      description: 512 in, 64 out         search:
+      prompt_tokens: [512, 512]             --max-num-seqs: [32, 64, 128, 256]
+      output_tokens: 64                     --max-num-batched-tokens: [2048, 8192]
+      concurrency: 32                       --enable-chunked-prefill: [true, false]
+      requests: 128
+      warmup: 16
+      seed: 1
+      context_length: 4096
+
+    \b
+    Example:
+      servekit tune --engine vllm --model /models/m --workload workload.yaml \\
+          --space space.yaml --budget 30m --out tuned/ --hardware "1x H200"
+
+    Flags that can change outputs (dtype, quantization, KV-cache dtype,
+    speculative decoding) are refused unless --allow-numerics. docs/tune.md
+    explains the loop, the statistics and what the tuner cannot know.
+    """
     from pydantic import ValidationError
 
     from servekit.cli.output import print_json, stderr, stdout
