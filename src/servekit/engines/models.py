@@ -135,6 +135,8 @@ class EngineSpec:
     fit: FitConstants | None = None
     neutral_env: frozenset[str] = frozenset()
     """Environment variables of this engine a stock run may set besides the common ones."""
+    release_image: str | None = None
+    """The engine's published container image for a version (``{version}``), if any."""
     noise_seed_env: str | None = None
     """A simulated engine's per-start noise seed: the tuner sets it for each start."""
 

@@ -76,4 +76,5 @@ SPEC = EngineSpec(
     preallocates=True,
     flags=FLAGS,
     probe=Probe(version=("/version", "/get_server_info"), model_info="/get_model_info"),
+    release_image="lmsysorg/sglang:v{version}",
 )

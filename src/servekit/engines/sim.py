@@ -43,4 +43,5 @@ SPEC = EngineSpec(
     flags=FLAGS,
     neutral_env=frozenset({NOISE_SEED_ENV}),
     noise_seed_env=NOISE_SEED_ENV,
+    release_image="servekit.local/servekit-sim:{version}",
 )

@@ -93,4 +93,5 @@ SPEC = EngineSpec(
     preallocates=True,
     flags=FLAGS,
     fit=FIT,
+    release_image="vllm/vllm-openai:v{version}",
 )

@@ -265,7 +265,8 @@ def _model(config: TuneConfig) -> dict[str, Any]:
 def _engine(spec: EngineSpec, version: str) -> dict[str, Any]:
     return {"name": spec.name, "version": version, "source_repo": SOURCE_REPOS.get(spec.name, spec.name),
             "build": "wheel", "distribution": f"{DISTRIBUTIONS.get(spec.name, spec.name)}=={version.split()[-1]}",
-            "notes": "The distribution installed where servekit tune ran."}  # fmt: skip
+            "notes": "The distribution installed where servekit tune ran.",
+            **({"image": spec.release_image.format(version=version.split()[-1])} if spec.release_image else {})}  # fmt: skip
 
 
 def _serve(config: TuneConfig, spec: EngineSpec, flags: dict[str, Any]) -> dict[str, Any]:

@@ -90,3 +90,27 @@ def test_sk140_speedup_whose_confirmation_is_not_significant(tmp_path: Path) -> 
         v.rule == "SK140" and "not carried by its confirmation runs" in v.message
         for v in got.violations
     )
+
+
+def _numerics(value: str) -> Callable[[Lines], None]:
+    def edit(lines: Lines) -> None:
+        lines[0]["tune"] = {"role": "confirmation", "session": "s1", "candidate": "c003"}
+        lines[0]["serve"]["argv"] += ["--kv-cache-dtype", value]
+
+    return edit
+
+
+def test_sk141_tuned_run_changing_numerics_without_an_accuracy_check(tmp_path: Path) -> None:
+    marks = {**_confirmed(MORE), "run-a": _numerics("fp8")}
+    got = report(tmp_path, _four_a_side, MORE, evidence=marks)
+    [v] = [v for v in got.violations if v.rule == "SK141"]
+    assert "--kv-cache-dtype fp8" in v.message and "ttft-p50-c1" in v.figures
+    assert (
+        fired(
+            tmp_path / "auto",
+            _four_a_side,
+            MORE,
+            evidence={**_confirmed(MORE), "run-a": _numerics("auto")},
+        )
+        == set()
+    )

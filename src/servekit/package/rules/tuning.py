@@ -1,12 +1,14 @@
 """Tuning: a figure or speedup of ``servekit tune`` rests on confirmation runs, never on the
-search's selection runs (the best of N noisy measurements is mostly the luckiest)."""
+search's selection runs (the best of N noisy measurements is mostly the luckiest); a tuned
+configuration that changes numerics needs a measured accuracy check."""
 
 from __future__ import annotations
 
 from servekit.package.confirmation import verdict
 from servekit.package.evidence import TuneRole
-from servekit.package.models import Figure
+from servekit.package.models import AccuracyMethod, Figure, GateResult
 from servekit.package.rules.context import Context
+from servekit.package.rules.engines import numerics_changes
 from servekit.package.rules.registry import Findings, finding, rule
 
 
@@ -69,3 +71,30 @@ def _confirmed(
         yield finding("SK140", where, f"speedup '{sid}' states {value_pct:g} %, more than the {gain:.2f} % "
                       "its confirmation runs carry on average", "state the cautious pair's improvement",
                       (fig.id, base.id))  # fmt: skip
+
+
+@rule(
+    "SK141",
+    "tuned-numerics-measured",
+    "A run of servekit tune whose serve command changes numerics (a flag on the engine's "
+    "numerics list, as `--allow-numerics` permits) backs figures only when accuracy was "
+    "measured against stock and its gate passed.",
+    "A faster configuration that may change outputs is not published without an accuracy check.",
+)
+def tuned_numerics_measured(ctx: Context) -> Findings:
+    acc = ctx.package.accuracy
+    if acc.method is AccuracyMethod.MEASURED and acc.gate is GateResult.PASSED:
+        return
+    for where, run, ev in ctx.runs_with_evidence():
+        figures = ctx.figures_using(run.id)
+        if ev.header.tune is None or ev.header.serve is None or not figures:
+            continue
+        changes = numerics_changes(ctx.package.engine.name, ev.header.serve.argv)
+        if changes:
+            yield finding(
+                "SK141", f"{where}.file",
+                f"run {run.id} of servekit tune ran {', '.join(changes)}, which can change "
+                f"outputs; accuracy is {acc.method.value} with gate {acc.gate.value}",
+                "measure accuracy against stock (accuracy.method: measured, gate: passed) "
+                "before publishing this configuration's figures", figures,
+            )  # fmt: skip
