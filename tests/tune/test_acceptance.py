@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from servekit.bench.sim.perf import PerfModel, optimum
+from servekit.cli.main import main
 from servekit.package.rules import check_package
 from servekit.package.rules.report import CheckReport
 from tests.tune.conftest import OPTIMUM, SIM_GPU, WORKLOAD, run_tune, search_log
@@ -46,9 +47,28 @@ def test_the_tuner_finds_the_optimum_and_confirms_it(tuned: Path) -> None:
     assert "p = " in package["summary"]
 
 
-def test_package_check_accepts_the_tuners_package(tuned: Path) -> None:
+def test_package_check_accepts_the_tuners_package_and_kit_build_builds_it(
+    tuned: Path, tmp_path: Path
+) -> None:
     report = _check(tuned)
     assert not report.violations, [v.message for v in report.violations]
+    assert main(["keys", "generate", "--out", str(tmp_path / "keys")]) == 0
+    kit = tmp_path / "kit.tar.gz"
+    assert (
+        main(
+            [
+                "kit",
+                "build",
+                str(tuned),
+                "--key",
+                str(tmp_path / "keys" / "servekit.key"),
+                "-o",
+                str(kit),
+            ]
+        )
+        == 0
+    )
+    assert kit.stat().st_size > 0
     figures = {f["id"]: f for f in _package(tuned)["measurements"]["figures"]}
     assert all(r.startswith("confirm-") for f in figures.values() for r in f["runs"])
 
