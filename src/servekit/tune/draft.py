@@ -33,7 +33,7 @@ from servekit.package.evidence import load_evidence
 from servekit.package.files import LICENSES_DIR, PACKAGE_FILE, PIN_FILE
 from servekit.package.models import Metric, Statistic
 from servekit.package.stats import figure_value, summarize
-from servekit.tune.models import Candidate, Confirmation, TuneConfig
+from servekit.tune.models import CONTRACT_PCT, Candidate, Confirmation, TuneConfig
 from servekit.weights.pin import pin_directory
 from servekit.weights.pinfile import write_pin
 
@@ -153,7 +153,7 @@ def _config_runs(confirm: list[tuple[str, str, float]], side: str, primary: int)
 def _measurements(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Confirmation | None,
                   confirm: list[tuple[str, str, float]], version: str, hw: str, simulator: bool) -> dict[str, Any]:  # fmt: skip
     o, root = config.workload.objective, config.out
-    m: dict[str, Any] = {"tolerance_pct": TOLERANCE_PCT, "improvement_contract_pct": 2.0,
+    m: dict[str, Any] = {"tolerance_pct": TOLERANCE_PCT, "improvement_contract_pct": CONTRACT_PCT,
                          "runs": _runs(config, candidates, confirm, simulator), "figures": [], "speedups": []}  # fmt: skip
     if conf is None:
         return m

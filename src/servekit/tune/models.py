@@ -11,6 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from servekit.engines import FlagValue
 from servekit.package.models import Api, Identifier, Metric, Statistic
 
+CONTRACT_PCT = 2.0
+"""The improvement contract the draft package states: servekit's floor (SK106)."""
+
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -26,7 +26,7 @@ from servekit.package.confirmation import ALPHA, verdict
 from servekit.package.evidence import TuneRole
 from servekit.progress import Tracker
 from servekit.tune.measure import Measured, Measurer
-from servekit.tune.models import Candidate, Confirmation, Status, TuneConfig
+from servekit.tune.models import CONTRACT_PCT, Candidate, Confirmation, Status, TuneConfig
 from servekit.tune.search import proposer
 
 Notify = Callable[[str], None]
@@ -144,17 +144,12 @@ class Session:
                     self.notify(f"confirmation {side}-{i} failed: {got.reason}")
         stock = [s for _, side, s in runs if side == "stock"]
         tuned = [s for _, side, s in runs if side == "tuned"]
-        contract = CONTRACT_PCT
         claimed, gain, p, why = verdict(stock, tuned, higher_is_better=_higher_is_better(self.config),
-                                        contract_pct=contract)  # fmt: skip
+                                        contract_pct=CONTRACT_PCT)  # fmt: skip
         conf = Confirmation(candidate=best.id, stock_scores=tuple(stock), tuned_scores=tuple(tuned),
                             improvement_pct=round(gain, 3), p_value=round(p, 6), alpha=ALPHA,
-                            contract_pct=contract, claimed=claimed, verdict=why)  # fmt: skip
+                            contract_pct=CONTRACT_PCT, claimed=claimed, verdict=why)  # fmt: skip
         return conf, runs
-
-
-CONTRACT_PCT = 2.0
-"""The improvement contract the draft package states (servekit's floor)."""
 
 
 def tune(config: TuneConfig, tracker: Tracker, notify: Notify | None = None) -> Outcome:
