@@ -73,12 +73,12 @@ def tune(
     improvement contract). Then check the draft: servekit package check OUT.
 
     \b
-    workload.yaml:                      space.yaml:
-      id: chat-512                        fixed: [--max-model-len, "4096"]
-      description: 512 in, 64 out         search:
-      prompt_tokens: [512, 512]             --max-num-seqs: [32, 64, 128, 256]
-      output_tokens: 64                     --max-num-batched-tokens: [2048, 8192]
-      concurrency: 32                       --enable-chunked-prefill: [true, false]
+    workload.yaml:                    space.yaml:
+      id: chat-512                      fixed: [--max-model-len, "4096"]
+      description: 512 in, 64 out       search:
+      prompt_tokens: [512, 512]           --max-num-seqs: [32, 64, 128]
+      output_tokens: 64                   --max-num-batched-tokens: [2048, 8192]
+      concurrency: 32                     --enable-chunked-prefill: [true, false]
       requests: 128
       warmup: 16
       seed: 1
