@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from servekit.cli.main import main
 from servekit.engines import sim
 from servekit.errors import TuneError, UsageError
+from servekit.tune.draft import write_draft
 from servekit.tune.launch import StartFailedError, resolve, running
 from servekit.tune.models import Method, Space, TuneConfig
 from servekit.tune.run import check_request
 from servekit.tune.search import Tpe, points, proposer
-from tests.tune.conftest import WORKLOAD
+from tests.tune.conftest import WORKLOAD, run_tune
 
 
 def _config(tmp_path: Path, engine: str, search: dict[str, list[Any]], **extra: Any) -> TuneConfig:
@@ -155,3 +157,38 @@ def test_a_console_script_is_found_beside_the_interpreter_when_not_on_path(
     assert resolve("servekit") == str(Path(sys.executable).parent / "servekit")
     assert resolve("no-such-engine") == "no-such-engine"
     assert resolve("/bin/sh") == "/bin/sh"
+
+
+def test_a_stock_engine_that_cannot_start_stops_the_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    space = {
+        "fixed": ["--max-model-len", "1024", "--kv-tokens", "100"],
+        "search": {"--max-num-seqs": [8]},
+    }
+    assert run_tune(tmp_path, "--budget", "1m", space=space) == TuneError.exit_code
+    err = capsys.readouterr().err
+    assert "stock servekit-sim could not be measured" in err and "KV cache holds 40 tokens" in err
+    assert not (tmp_path / "out" / "package.yaml").exists()
+
+
+def test_a_draft_for_a_real_engine_states_what_it_cannot_know(tmp_path: Path) -> None:
+    """No engine runs here: the draft of a vLLM session whose search allowed numerics and
+    measured nothing but stock (write_draft on its own)."""
+    config = _config(
+        tmp_path, "vllm", {"--kv-cache-dtype": ["fp8"]}, allow_numerics=True, hardware="1x H200"
+    )
+    (tmp_path / "config.json").write_text("{}")
+    write_draft(config, "s1", (), None, [], 12.0)
+    package = yaml.safe_load((tmp_path / "out" / "package.yaml").read_text())
+    assert package["accuracy"]["method"] == "not_measured"
+    assert package["accuracy"]["runtime_stages_applied"] == ["--kv-cache-dtype"]
+    assert {d["topic"] for d in package["disclosures"]} >= {"accuracy", "weights_source", "other"}
+    assert package["engine"]["source_repo"] == "vllm-project/vllm"
+    plain = _config(tmp_path / "b", "vllm", {"--max-num-seqs": [8]})
+    (tmp_path / "b").mkdir()
+    write_draft(plain, "s2", (), None, [], 1.0)
+    assert (
+        yaml.safe_load((tmp_path / "b" / "out" / "package.yaml").read_text())["accuracy"]["method"]
+        == "by_construction"
+    )

@@ -83,20 +83,6 @@ def _hardware(label: str, gpus: int) -> tuple[dict[str, Any], str]:
     return target, f"{count}x {gpu}"
 
 
-def _argv_args(spec: EngineSpec, argv: tuple[str, ...]) -> list[str]:
-    """The serve arguments of a recorded argv after the model, without host/port/name."""
-    skip = {spec.host_flag, spec.port_flag, spec.served_name_flag} - {None}
-    start = len(spec.entrypoint) + (2 if spec.model_arg else 1)
-    words, out, i = list(argv[start:]), [], 0
-    while i < len(words):
-        if words[i] in skip:
-            i += 2
-            continue
-        out.append(words[i])
-        i += 1
-    return out
-
-
 def _value(root: Path, run_file: str, config: TuneConfig, metric: Metric, stat: Statistic) -> float:
     ev = load_evidence(root / run_file)
     summary = summarize(ev.measured(config.workload.concurrency), config.workload.concurrency)
