@@ -68,7 +68,8 @@ class PerfModel(BaseModel):
                     f"max_model_len ({max_model_len}) with chunked prefill off")  # fmt: skip
         if cap < max_model_len:
             return (f"the KV cache holds {cap} tokens, fewer than max_model_len "
-                    f"({max_model_len}): raise gpu_memory_utilization")  # fmt: skip
+                    f"({max_model_len}): raise gpu_memory_utilization or --kv-tokens, or lower "
+                    "--max-model-len")  # fmt: skip
         return None
 
     def slots(self, tokens: int) -> int:
