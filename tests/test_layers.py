@@ -1,4 +1,5 @@
-"""Dependencies point one way: cli -> catalog -> domain packages -> package -> errors.
+"""Dependencies point one way: cli -> catalog -> tune -> domain packages -> package ->
+engines -> errors.
 
 A domain package never imports the CLI (or a web or store layer); the package layer
 imports nothing but itself and the shared modules; the verifier never imports the kit
@@ -17,7 +18,10 @@ SHARED = {"errors", "config", "progress", "seams", "__init__"}
 FRONT_ENDS = {"cli", "web", "store"}
 
 # area -> servekit areas it must not import
+DOMAIN = {"package", "weights", "receipts", "bench", "verify", "kit", "catalog", "fit"}
 FORBIDDEN: dict[str, set[str]] = {
+    # what each engine is: read by the kit writer, the claim rules, fit and the tuner
+    "engines": FRONT_ENDS | DOMAIN | {"feed", "replay", "tune"},
     "package": FRONT_ENDS | {"weights", "receipts", "bench", "verify", "kit", "catalog", "fit"},
     "weights": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
     "receipts": FRONT_ENDS | {"bench", "verify", "kit", "catalog"},
@@ -28,10 +32,14 @@ FORBIDDEN: dict[str, set[str]] = {
     "fit": FRONT_ENDS | {"receipts", "bench", "verify", "kit", "catalog"},
     "feed": FRONT_ENDS | {"bench", "kit", "catalog", "replay"},
     "replay": FRONT_ENDS | {"kit", "catalog", "feed"},
+    # the tuner starts engines, measures with the harness and writes a package draft
+    "tune": FRONT_ENDS | {"verify", "kit", "catalog", "feed", "replay"},
     # the store is imported by the CLI and the web layer, never the other way
     "store": {"cli", "web"},
     "web": {"cli"},
 }
+for _area_name in DOMAIN | {"feed", "replay"}:
+    FORBIDDEN[_area_name] |= {"tune"}  # the tuner reads the domain packages, never the reverse
 
 
 def _area(path: Path) -> str:

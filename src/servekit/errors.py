@@ -108,6 +108,7 @@ __all__ = [
     "StoreNotFoundError",
     "SubjectMismatchError",
     "TooManySignInsError",
+    "TuneError",
     "UnsafeArchiveError",
     "UntrustedKeyError",
     "UsageError",
@@ -464,6 +465,12 @@ class ReplayError(Error):
     """A replay cannot run, or its directory does not belong to the kit being compared."""
 
     exit_code = 56
+
+
+class TuneError(Error):
+    """``servekit tune`` cannot start: its workload or space file, or its output directory."""
+
+    exit_code = 70
 
 
 class ReproductionError(VerificationError):

@@ -138,6 +138,18 @@ def _trust_url(w: World) -> str:
     return stack.enter_context(serving_fake(TrustFile))
 
 
+def _tune(w: World, out: str) -> list[str]:
+    """A quick session: stock, then two candidates that run the simulated GPU out of memory."""
+    workload = {"id": "w", "description": "tiny", "prompt_tokens": [8, 8], "output_tokens": 2,
+                "concurrency": 1, "requests": 2, "seed": 1, "context_length": 64}  # fmt: skip
+    space = {"fixed": ["--max-model-len", "64", "--kv-tokens", "1000"],
+             "search": {"--gpu-memory-utilization": [0.98, 0.99]}}  # fmt: skip
+    (w.tmp / "tune-workload.yaml").write_text(json.dumps(workload))
+    (w.tmp / "tune-space.yaml").write_text(json.dumps(space))
+    return ["--engine", "sim", "--model", _tree(w), "--workload", str(w.tmp / "tune-workload.yaml"),
+            "--space", str(w.tmp / "tune-space.yaml"), "--out", out]  # fmt: skip
+
+
 RUN = [
     "--model",
     recorded_model(),
@@ -240,6 +252,7 @@ CASES: dict[tuple[str, ...], tuple[Case, Case]] = {
         lambda w: [_trust_url(w), "-o", w.fresh("trust.toml")],
         lambda w: [w.store.url, "-o", w.fresh("trust-404.toml")],  # the API serves no /keys
     ),
+    ("tune",): (lambda w: _tune(w, w.fresh("tuned")), lambda w: _tune(w, str(w.tmp))),
     ("verify", "kit"): (
         lambda w: [str(w.kit), "--trust", str(w.keys.publisher_pub)],
         lambda w: [str(w.kit), "--trust", str(w.keys.buyer_pub)],

@@ -57,6 +57,7 @@ from servekit.package.evidence import (
     RequestRecord,
     RunHeader,
     ServeConfig,
+    TuneMark,
     WorkloadSpec,
     load_evidence,
     prompt_key,
@@ -93,6 +94,7 @@ class RunConfig(BaseModel):
     simulator: bool = False
     hardware: str | None = Field(default=None, description="e.g. '1x H200', for the header.")
     serve: ServeConfig | None = None
+    tune: TuneMark | None = None
     loop: LoopKind = LoopKind.AUTO
     force: bool = False
     resume: bool = False
@@ -554,4 +556,5 @@ def _header(
         request_rate=config.request_rate,
         tokenizer=f"{factory.unit_name}; {info.fit.source}",
         notes=tuple(notes),
+        tune=config.tune,
     )

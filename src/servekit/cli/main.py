@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("servekit.cli.demo:demo", "Check every example package, build and verify its signed kit, export the catalog."),
     "fit": ("servekit.cli.fit:fit", "Predict whether a model fits GPUs: weights per GPU, KV cache, verdict and margin."),
     "serve": ("servekit.cli.serve:serve", "Serve the catalog web app in the foreground (state in SERVEKIT_HOME; Ctrl-C stops it)."),
+    "tune": ("servekit.cli.tune:tune", "Find a faster engine configuration for a workload: search, then confirm against stock in fresh runs; writes a draft package."),
     "store": ("servekit.cli.store:app", "The store: publish and retract versions, audit the ledger and licence chain, manage accounts, serve the JSON API, download kits you hold."),
 }  # fmt: skip
 

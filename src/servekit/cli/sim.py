@@ -3,17 +3,48 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from servekit.cli.choices import FaultName, LoopName
-from servekit.errors import UsageError
+from servekit.engines.sim import NOISE_SEED_ENV
+from servekit.errors import BenchError, UsageError
+
+if TYPE_CHECKING:  # the simulator loads when it serves, not for --help
+    from servekit.bench.sim.perf import PerfModel
 
 app = typer.Typer(
     help="The engine simulator: exact, configurable timing for tests and demos. Results "
     "measured against it are labelled simulator results everywhere.",
     no_args_is_help=True,
 )
+
+
+_PERF = "Performance model (off unless one of these is given)"
+_PERF_FIELDS = {
+    "max_num_seqs": "max_num_seqs", "max_num_batched_tokens": "max_num_batched_tokens",
+    "enable_chunked_prefill": "chunked_prefill", "gpu_memory_utilization": "gpu_memory_utilization",
+    "kv_tokens": "kv_tokens", "oom_above": "oom_above", "pad_cost": "pad_cost",
+    "chunk_step_ms": "chunk_step_ms", "step_us_per_token": "step_us_per_token", "noise": "noise",
+}  # fmt: skip
+
+
+def _perf_option(metavar: str, help: str) -> Any:
+    """An option of the performance model: unset (None) unless given."""
+    return typer.Option(None, metavar=metavar, help=help, rich_help_panel=_PERF)
+
+
+def _perf(options: dict[str, object]) -> PerfModel | None:
+    """The performance model when any of its options is given (else the plain simulator)."""
+    from servekit.bench.sim.perf import PerfModel
+
+    given = {
+        field: options[name] for name, field in _PERF_FIELDS.items() if options[name] is not None
+    }
+    if not given:
+        return None
+    return PerfModel.model_validate({**given, "noise_seed": options["noise_seed"]})
 
 
 @app.command("serve")
@@ -67,6 +98,44 @@ def serve_command(
         None, metavar="SUBSTRING", help="Fault only prompts containing this text."
     ),
     loop: LoopName = typer.Option("auto", help="Event loop (uvloop when installed)."),
+    max_num_seqs: int | None = _perf_option("N", "Performance model: the batch limit (stock 256)."),
+    max_num_batched_tokens: int | None = _perf_option(
+        "TOKENS", "Performance model: tokens per step (stock 2048)."
+    ),
+    enable_chunked_prefill: bool | None = typer.Option(
+        None,
+        "--enable-chunked-prefill/--no-enable-chunked-prefill",
+        help="Performance model: chunked prefill (stock on).",
+        rich_help_panel=_PERF,
+    ),
+    gpu_memory_utilization: float | None = _perf_option(
+        "FRACTION", "Performance model: memory share (stock 0.9)."
+    ),
+    kv_tokens: int | None = _perf_option(
+        "TOKENS", "Simulated GPU: KV tokens per unit of memory share (10000)."
+    ),
+    oom_above: float | None = _perf_option(
+        "FRACTION", "Simulated GPU: memory share above which start fails (0.96)."
+    ),
+    pad_cost: float | None = _perf_option(
+        "FRACTION", "Simulated GPU: step cost of idle batch slots (0.5)."
+    ),
+    chunk_step_ms: float | None = _perf_option(
+        "MS", "Simulated GPU: cost of each further prefill chunk (8)."
+    ),
+    step_us_per_token: float | None = _perf_option(
+        "US", "Simulated GPU: decode-step cost per budgeted token (0.5)."
+    ),
+    noise: float | None = _perf_option(
+        "SIGMA", "Simulated host: run-to-run noise, one lognormal draw per start."
+    ),
+    noise_seed: str | None = typer.Option(
+        None,
+        metavar="SEED",
+        envvar=NOISE_SEED_ENV,
+        help="Simulated host: the seed of this start's noise draw (default: random).",
+        rich_help_panel=_PERF,
+    ),
 ) -> None:
     """Serve /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /version and
     /metrics with a known timing model until interrupted (Ctrl-C)."""
@@ -74,6 +143,7 @@ def serve_command(
 
     from servekit.bench.loop import LoopKind, run
     from servekit.bench.sim import Fault, SimConfig, serve_forever
+    from servekit.bench.sim.perf import PerfModel
     from servekit.cli.output import stderr
     from servekit.seams import option_names, validation_problems
 
@@ -95,10 +165,16 @@ def serve_command(
             fault=Fault(fault) if fault is not None else None,
             fault_every=fault_every,
             fault_match=fault_match,
+            perf=_perf(locals()),
         )
     except ValidationError as exc:
         names = option_names(SimConfig.model_fields, role_chunk="--no-role-chunk")
+        names |= option_names(PerfModel.model_fields, chunked_prefill="--enable-chunked-prefill")
         raise UsageError(validation_problems(exc, names)) from exc
+    problem = config.perf.startup_problem(max_model_len) if config.perf else None
+    if problem:
+        raise BenchError(f"the simulated engine does not start: {problem}",
+                         hint="change the flag it names (servekit sim serve --help)")  # fmt: skip
 
     def ready(bound: int) -> None:
         stderr.print(f"servekit simulator listening on http://{host}:{bound} (model {model})")

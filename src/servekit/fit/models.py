@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from servekit.engines import vllm
+
 GIB = 1 << 30
 
 # The ``--json`` keys docs/fit.md promises to keep; more detail follows them.
@@ -77,7 +79,7 @@ class FitOptions(Model):
     gpu: str
     parallelism: Parallelism = Parallelism()
     max_model_len: int | None = Field(default=None, ge=1)
-    gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)  # vLLM's default
+    gpu_memory_utilization: float = Field(default=vllm.FIT.gpu_memory_utilization, gt=0, le=1)
     kv_cache_dtype: KvDtype = KvDtype.AUTO
     language_only: bool = False
 

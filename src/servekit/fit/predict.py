@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from servekit.engines import vllm
 from servekit.errors import ParallelLayoutError
 from servekit.fit import arch as arch_mod
 from servekit.fit import estimate, kv, weights
@@ -30,12 +31,10 @@ from servekit.fit.models import (
     Tensor,
 )
 
-# The engine's own reserve per GPU besides weights and KV cache: activation peak,
-# CUDA graphs, CUDA context and communication buffers. vLLM 0.11.2 startup logs of
-# five multi-GPU H200 configurations (docs/fit.md) leave 5.5 to 8.7 GiB between the
-# requested memory and weights + KV; one single-GPU log leaves 1.43 GiB.
-OVERHEAD_SINGLE_GIB = 2.0
-OVERHEAD_MULTI_GIB = 6.0
+# The engine's own reserve per GPU besides weights and KV cache (vLLM's, measured: see
+# servekit.engines.vllm.FIT and docs/fit.md).
+OVERHEAD_SINGLE_GIB = vllm.FIT.overhead_single_gib
+OVERHEAD_MULTI_GIB = vllm.FIT.overhead_multi_gib
 
 
 @dataclass(frozen=True)

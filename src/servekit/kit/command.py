@@ -11,14 +11,15 @@ revision pin makes the engine load ``model.commit`` and nothing else: vLLM gets 
 ``REPO@COMMIT`` form; servekit's simulator (``servekit-sim``) loads no weights and
 needs none. ``args`` are copied exactly. The served name, host (``0.0.0.0``)
 and port flags are added only when the engine has them and ``args`` does not already
-set them. An engine missing from :data:`PROFILES` is refused rather than deployed
+set them. Each engine's flags come from its module in :mod:`servekit.engines`; an engine
+without one is refused rather than deployed
 unpinned.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from servekit.engines import ENGINES, EngineSpec
+from servekit.engines import MultiNode as MultiNode  # the deploy renderers read it here
 from servekit.errors import PackageError
 from servekit.package.models import EnvVar, Package
 
@@ -32,60 +33,14 @@ MODEL_DIR_VAR = "MODEL_DIR"
 MODEL_VOLUME = "model"
 
 
-@dataclass(frozen=True)
-class MultiNode:
-    """How an engine spans nodes: a shell step before the leader's command, and the workers'."""
-
-    leader_setup: str
-    worker_exec: str
-
-
-@dataclass(frozen=True)
-class EngineProfile:
-    """What servekit knows about an engine's command line."""
-
-    revision_flags: tuple[str, ...] = ()
-    revision_in_model: bool = False
-    served_name_flag: str | None = None
-    host_flag: str | None = None
-    port_flag: str | None = None
-    multinode: MultiNode | None = None
-
-
-RAY_PORT = 6379
-VLLM_RAY = MultiNode(
-    leader_setup=f"ray start --head --port={RAY_PORT}",
-    worker_exec=f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block',
-)
-
-PROFILES: dict[str, EngineProfile] = {
-    "vllm": EngineProfile(
-        revision_flags=("--revision", "--code-revision", "--tokenizer-revision"),
-        served_name_flag="--served-model-name",
-        host_flag="--host",
-        port_flag="--port",
-        multinode=VLLM_RAY,
-    ),
-    "sglang": EngineProfile(
-        revision_flags=("--revision",),
-        served_name_flag="--served-model-name",
-        host_flag="--host",
-        port_flag="--port",
-    ),
-    "transformers": EngineProfile(revision_in_model=True, host_flag="--host", port_flag="--port"),
-    # `servekit sim serve` loads no weights, so there is no revision to pin.
-    "servekit-sim": EngineProfile(host_flag="--host", port_flag="--port"),
-}
-
-
-def profile(package: Package) -> EngineProfile:
+def profile(package: Package) -> EngineSpec:
     """The engine's profile, or a refusal naming the engines servekit can pin."""
-    found = PROFILES.get(package.engine.name)
+    found = ENGINES.get(package.engine.name)
     if found is None:
         raise PackageError(
             f"servekit cannot make engine '{package.engine.name}' load the pinned model commit",
-            hint=f"kits support the engines {', '.join(sorted(PROFILES))}; "
-            "add yours to servekit.kit.command.PROFILES with its revision flags",
+            hint=f"kits support the engines {', '.join(sorted(ENGINES))}; "
+            "add a module for it in servekit/engines/ with its revision flags",
         )
     return found
 
@@ -94,7 +49,7 @@ def _sets(args: tuple[str, ...], flag: str) -> bool:
     return any(a == flag or a.startswith(f"{flag}=") for a in args)
 
 
-def _model_part(package: Package, engine: EngineProfile) -> list[str]:
+def _model_part(package: Package, engine: EngineSpec) -> list[str]:
     model = package.model
     flag = [package.serve.model_arg] if package.serve.model_arg else []
     if package.serve.model_dir is not None:
@@ -103,7 +58,7 @@ def _model_part(package: Package, engine: EngineProfile) -> list[str]:
     return [*flag, name, *(t for f in engine.revision_flags for t in (f, model.commit))]
 
 
-def _refuse_pinned_flags(package: Package, engine: EngineProfile) -> None:
+def _refuse_pinned_flags(package: Package, engine: EngineSpec) -> None:
     for flag in engine.revision_flags:
         if _sets(package.serve.args, flag):
             raise PackageError(

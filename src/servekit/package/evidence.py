@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -84,6 +85,21 @@ class ServeConfig(BaseModel):
     source: str = Field(description="Where it came from: '--serve-command' or a file path.")
 
 
+class TuneRole(StrEnum):
+    SELECTION = "selection"  # a search run: chose a candidate, proves nothing about it
+    CONFIRMATION = "confirmation"  # a fresh run after the search, stock and tuned interleaved
+
+
+class TuneMark(BaseModel):
+    """v2, runs ``servekit tune`` made: what the run was for (docs/tune.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: TuneRole
+    session: str = Field(description="The tuning session's id, shared by all its runs.")
+    candidate: str = Field(description="The configuration measured: 'stock', 'c007'...")
+
+
 class RunHeader(BaseModel):
     """Metadata of one benchmark run (the first line of an evidence file)."""
 
@@ -129,6 +145,9 @@ class RunHeader(BaseModel):
     imported_from: str | None = None
     missing_fields: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    tune: TuneMark | None = Field(
+        default=None, description="v2: set by servekit tune: a selection or confirmation run."
+    )
 
 
 class RequestRecord(BaseModel):

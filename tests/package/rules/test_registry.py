@@ -76,7 +76,7 @@ def test_every_rule_carries_its_statement_and_seed_refusal() -> None:
     for rule in RULES.values():
         assert re.fullmatch(r"SK1\d\d", rule.id) and rule.name and rule.statement
         assert rule.seed_refusal and rule.family in {
-            "figures", "records", "runs", "speedups", "accuracy", "memory_cost", "disclosures", "pin",
+            "figures", "records", "runs", "speedups", "accuracy", "memory_cost", "disclosures", "pin", "tuning",
         }  # fmt: skip
 
 

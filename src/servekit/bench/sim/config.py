@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from servekit.bench.sim.perf import PerfModel
+
 ENGINE_NAME = "servekit-sim"
 
 
@@ -27,7 +29,8 @@ class SimConfig(BaseModel):
     after admission (plus any time queued behind ``max_concurrency``). Each later token
     follows ``itl_ms * (1 + batch_slowdown * (running - 1))`` after the previous one,
     times a seeded uniform jitter factor in ``[1 - jitter, 1 + jitter]``. Deadlines are
-    absolute, so timer lateness never accumulates.
+    absolute, so timer lateness never accumulates. With ``perf`` set, the engine flags of
+    :class:`~servekit.bench.sim.perf.PerfModel` change both, and admission.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,9 +61,14 @@ class SimConfig(BaseModel):
     fault_match: str | None = Field(
         default=None, description="Fault only requests whose prompt contains this text."
     )
+    perf: PerfModel | None = Field(
+        default=None, description="The performance model of engine flags (off: None)."
+    )
 
     def ttft_s(self, prompt_tokens: int) -> float:
-        return (self.ttft_ms + prompt_tokens * self.prefill_us_per_token / 1000.0) / 1000.0
+        extra = self.perf.prefill_extra_ms(prompt_tokens) if self.perf else 0.0
+        return (self.ttft_ms + prompt_tokens * self.prefill_us_per_token / 1000.0 + extra) / 1000.0
 
     def interval_s(self, running: int) -> float:
-        return self.itl_ms * (1.0 + self.batch_slowdown * max(running - 1, 0)) / 1000.0
+        base = self.itl_ms * (1.0 + self.batch_slowdown * max(running - 1, 0))
+        return (self.perf.decode(base, running) if self.perf else base) / 1000.0

@@ -80,13 +80,23 @@ class Engine:
         self.running = 0
         self.waiting: deque[Stream] = deque()
         self.counters = Counters()
+        self.scale = config.perf.host_factor() if config.perf else 1.0
+
+    def _room(self, stream: Stream) -> bool:
+        """Whether ``stream`` may start now: under the concurrency limit, and under the
+        performance model's batch and KV-cache limits when it is on."""
+        limit, perf = self.config.max_concurrency, self.config.perf
+        if limit and self.running >= limit:
+            return False
+        tokens = stream.request.prompt_tokens + stream.request.output_tokens
+        return perf is None or self.running < perf.slots(tokens)
 
     def submit(self, stream: Stream) -> None:
         self.counters.requests += 1
         self.counters.prompt_tokens += stream.request.prompt_tokens
         if stream.request.fault is not None:
             self.counters.faults += 1
-        if self.config.max_concurrency == 0 or self.running < self.config.max_concurrency:
+        if self._room(stream):
             self._admit(stream, stream.arrival)  # the clock started when its first byte arrived
         else:
             self.waiting.append(stream)
@@ -97,8 +107,7 @@ class Engine:
 
     def release(self) -> None:
         self.running -= 1
-        limit = self.config.max_concurrency
-        while self.waiting and (limit == 0 or self.running < limit):
+        while self.waiting and self._room(self.waiting[0]):
             stream = self.waiting.popleft()
             if not stream.closed:
                 self._admit(stream, time.monotonic())
@@ -172,12 +181,13 @@ class Stream:
     def admit(self, start: float) -> None:
         """Prefill runs from ``start`` (arrival, or the end of queueing)."""
         self.admitted = True
-        self.deadline = start + self.engine.config.ttft_s(self.request.prompt_tokens)
+        ttft = self.engine.config.ttft_s(self.request.prompt_tokens)
+        self.deadline = start + ttft * self.engine.scale
         self.handle = self.engine.timer.at(self.deadline, self._emit)
 
     def _next_interval(self) -> float:
         config = self.engine.config
-        base = config.interval_s(self.engine.running)
+        base = config.interval_s(self.engine.running) * self.engine.scale
         if config.jitter:
             base *= 1.0 + config.jitter * (2.0 * self.rng.random() - 1.0)
         return base

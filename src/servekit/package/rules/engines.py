@@ -1,4 +1,5 @@
-"""Documented per-engine lists the rules read (docs/rules.md prints them).
+"""Documented per-engine lists the rules read (docs/rules.md prints them), each taken from
+the engine's module in :mod:`servekit.engines`.
 
 * :data:`LOAD_FLAGS`: flags a *stock* serve command may carry: they are needed to load
   the model on the hardware, or only name things (port, served name), and change no
@@ -20,42 +21,12 @@ import shlex
 from collections.abc import Iterator
 from typing import Final
 
+from servekit.engines import ENGINES, OTHER_PREALLOCATING
+from servekit.engines import engine_key as engine_key  # the rules' spelling of engine names
 from servekit.package.evidence import ServeConfig
 
-_COMMON_LOAD: Final = frozenset(
-    {"--host", "--port", "--served-model-name", "--trust-remote-code", "--download-dir",
-     "--revision", "--tokenizer", "--tokenizer-revision", "--model", "--api-key",
-     "--uvicorn-log-level", "--disable-log-requests", "--disable-log-stats"}
-)  # fmt: skip
-
 LOAD_FLAGS: Final[dict[str, frozenset[str]]] = {
-    "vllm": _COMMON_LOAD
-    | {
-        "--tensor-parallel-size",
-        "-tp",
-        "--pipeline-parallel-size",
-        "-pp",
-        "--data-parallel-size",
-        "-dp",
-        "--max-model-len",
-        "--enable-expert-parallel",
-        "--distributed-executor-backend",
-        "--gpu-memory-utilization",
-        "--seed",
-    },
-    "sglang": _COMMON_LOAD
-    | {
-        "--model-path",
-        "--tp",
-        "--tp-size",
-        "--dp",
-        "--dp-size",
-        "--context-length",
-        "--mem-fraction-static",
-        "--random-seed",
-    },
-    "transformers": _COMMON_LOAD,
-    "servekit-sim": _COMMON_LOAD | {"--seed", "--max-model-len"},
+    name: spec.load_flags for name, spec in ENGINES.items()
 }
 
 NEUTRAL_ENV: Final = frozenset(
@@ -71,44 +42,17 @@ NAMING_FLAGS: Final = frozenset(
 """Load-needed flags that only name or place things: a stock baseline may set them to
 values of its own; every other load-needed flag it sets must have the optimized run's value."""
 
-_AUTO: Final = frozenset({"auto"})
-_WEIGHT_FORMATS: Final = frozenset({"auto", "safetensors", "pt"})
-
 # flag -> values that leave numerics alone (None: any use changes them). A flag that reads
 # a whole configuration file (--config) cannot be shown harmless, so any use counts.
 NUMERICS_FLAGS: Final[dict[str, dict[str, frozenset[str] | None]]] = {
-    "vllm": {
-        "--kv-cache-dtype": _AUTO,
-        "--quantization": None,
-        "-q": None,
-        "--calculate-kv-scales": None,
-        "--speculative-config": frozenset(),  # lossless only when its acceptance is exact
-        "--dtype": _AUTO,
-        "--load-format": _WEIGHT_FORMATS,
-        "--hf-overrides": None,
-        "--config": None,
-    },
-    "sglang": {
-        "--kv-cache-dtype": _AUTO,
-        "--quantization": None,
-        "--speculative-algorithm": frozenset(),
-        "--dtype": _AUTO,
-        "--load-format": _WEIGHT_FORMATS,
-        "--torchao-config": frozenset({""}),
-        "--json-model-override-args": None,
-        "--config": None,
-    },
-    "transformers": {"--quantization": None, "--dtype": _AUTO, "--torch-dtype": _AUTO},
-    "servekit-sim": {},  # no weights, no numerics to change
+    name: dict(spec.numerics_flags) for name, spec in ENGINES.items()
 }
 LOSSLESS_SPECULATION: Final = ("rejection_sampler",)
 """A speculative configuration whose acceptance method is one of these keeps outputs exact."""
 
-PREALLOCATING: Final = frozenset(
-    {"vllm", "sglang", "tensorrt-llm", "trtllm", "text-generation-inference", "tgi", "lmdeploy"}
-)
+PREALLOCATING: Final = OTHER_PREALLOCATING | {n for n, e in ENGINES.items() if e.preallocates}
 PREALLOCATING_FLAGS: Final[dict[str, frozenset[str]]] = {
-    "transformers": frozenset({"--continuous-batching"}),  # reserves its KV cache up front
+    name: spec.preallocating_flags for name, spec in ENGINES.items() if spec.preallocating_flags
 }
 
 ANSWERS_VERSION: Final = frozenset({"vllm", "servekit-sim"})
@@ -116,11 +60,6 @@ ANSWERS_VERSION: Final = frozenset({"vllm", "servekit-sim"})
 name and version (SK136); for any other engine a null one is listed as cannot verify."""
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def engine_key(engine: str) -> str:
-    """An engine name as the lists spell it: lower case, ``-`` for ``_`` (``TensorRT_LLM``)."""
-    return engine.strip().lower().replace("_", "-")
 
 
 def _words(argv: tuple[str, ...]) -> list[str]:
@@ -211,7 +150,8 @@ def not_stock(engine: str, serve: ServeConfig) -> list[str]:
         return [f"no documented list of load-needed flags for engine '{engine}'"]
     out = [f"flag {name}" for name, _ in flags(serve.argv) if name not in allowed]
     env = [*serve.env, *argv_env(serve.argv)]
-    return out + [f"environment {name}" for name in env if name not in NEUTRAL_ENV]
+    neutral = NEUTRAL_ENV | ENGINES[engine_key(engine)].neutral_env
+    return out + [f"environment {name}" for name in env if name not in neutral]
 
 
 def served_model_arg(argv: tuple[str, ...]) -> str | None:

@@ -1,0 +1,167 @@
+"""One tuning session, start to finish.
+
+1. check the request: every searched flag is in the engine's schema and each value in its
+   range; no flag that can change outputs unless ``allow_numerics``; every fixed argument
+   a load-needed flag (so stock stays stock); the output directory is new;
+2. measure stock first (``c000``), then candidates from the proposer while the budget
+   leaves room for the confirmation (each engine start counts against it);
+3. confirm: the best candidate and stock re-measured in fresh runs, interleaved (stock,
+   tuned, stock, tuned...), the engine restarted for each; the verdict is the exact
+   permutation test of :mod:`servekit.package.confirmation`;
+4. write the draft package (:mod:`servekit.tune.draft`): selection runs and confirmation
+   runs kept apart, the search log, the disclosures.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from servekit.engines import FlagValue, engine
+from servekit.errors import TuneError
+from servekit.package.confirmation import ALPHA, verdict
+from servekit.package.evidence import TuneRole
+from servekit.progress import Tracker
+from servekit.tune.measure import Measured, Measurer
+from servekit.tune.models import CONTRACT_PCT, Candidate, Confirmation, Status, TuneConfig
+from servekit.tune.search import proposer
+
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the session found, and where the draft package is."""
+
+    candidates: tuple[Candidate, ...]
+    confirmation: Confirmation | None
+    best: Candidate | None
+    package_dir: Path
+    seconds: float
+
+
+def check_request(config: TuneConfig) -> None:
+    """Step 1 (see the module docstring); raises :class:`TuneError` naming what is wrong."""
+    spec = engine(config.engine)
+    for name, values in config.space.search.items():
+        flag = spec.flag(name)
+        for value in values:
+            flag.check(value)
+        if flag.changes_outputs and not config.allow_numerics:
+            raise TuneError(
+                f"space.yaml searches {name}, which can change the model's outputs",
+                hint="remove it from search:, or pass --allow-numerics (the package then "
+                "needs a measured accuracy check before it can claim anything)",
+            )
+    words = [w for w in config.space.fixed if w.startswith("-")]
+    bad = [w for w in words if w.split("=")[0] not in spec.load_flags]
+    if bad:
+        raise TuneError(
+            f"space.yaml fixed: {', '.join(bad)} are not load-needed flags of {spec.name}: stock "
+            "would not be stock",
+            hint=f"fixed: may hold only {spec.name}'s load-needed flags; search the others",
+        )
+    if config.out.exists():
+        raise TuneError(f"{config.out} already exists", hint="choose a new --out directory")
+
+
+def _higher_is_better(config: TuneConfig) -> bool:
+    return config.workload.objective.metric.is_throughput
+
+
+class Session:
+    def __init__(self, config: TuneConfig, tracker: Tracker, notify: Notify) -> None:
+        self.config, self.tracker, self.notify = config, tracker, notify
+        self.id = uuid.uuid4().hex[:12]
+        self.measurer = Measurer(config, self.id)
+        self.began = time.monotonic()
+        self.candidates: list[Candidate] = []
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
+    def _record(self, cid: str, flags: dict[str, FlagValue], got: Measured) -> Candidate:
+        root = self.config.out
+        cand = Candidate(
+            id=cid, flags=flags, status=Status.OK if got.score is not None else Status.FAILED,
+            reason=got.reason, score=got.score, seconds=round(got.seconds, 3),
+            run_file=str(got.run_file.relative_to(root)) if got.run_file and got.score is not None else None,
+        )  # fmt: skip
+        self.candidates.append(cand)
+        self.tracker.advance(1)
+        shown = f"{got.score:.3f}" if got.score is not None else f"failed: {got.reason}"
+        self.notify(f"{cid} {flags or 'stock'}: {shown}")
+        return cand
+
+    def _room(self) -> bool:
+        """Whether one more candidate fits, leaving the confirmation its share."""
+        c = self.config
+        if c.max_candidates is not None and len(self.candidates) >= c.max_candidates:
+            return False
+        cost = max((x.seconds for x in self.candidates), default=0.0)
+        return self.elapsed() + cost * (1 + 2 * c.confirm_pairs) <= c.budget_s
+
+    def search(self) -> None:
+        """Step 2: stock first, then the proposer's points while the budget allows."""
+        search_dir = self.config.out / "evidence" / "search"
+        stock = self.measurer.measure({}, search_dir / "c000.jsonl", TuneRole.SELECTION, "stock")
+        if self._record("c000", {}, stock).score is None:
+            raise TuneError(
+                f"stock {self.config.engine} could not be measured: {stock.reason}",
+                hint=f"see {search_dir}/c000.engine.log; without stock there is no baseline",
+            )
+        propose = proposer(self.config.method, self.config.space, self.config.seed,
+                           maximize=_higher_is_better(self.config))  # fmt: skip
+        while self._room():
+            point = propose.propose()
+            if point is None:
+                break
+            cid = f"c{len(self.candidates):03d}"
+            got = self.measurer.measure(point, search_dir / f"{cid}.jsonl", TuneRole.SELECTION, cid)
+            propose.tell(point, self._record(cid, point, got).score)
+
+    def best(self) -> Candidate | None:
+        """The best-scoring candidate other than stock (what a best-of-N tool would publish)."""
+        ok = [c for c in self.candidates if c.score is not None and c.id != "c000"]
+        sign = -1.0 if _higher_is_better(self.config) else 1.0
+        return min(ok, key=lambda c: sign * (c.score or 0.0), default=None)
+
+    def confirm(self, best: Candidate) -> tuple[Confirmation, list[tuple[str, str, float]]]:
+        """Step 3: interleaved fresh runs; returns the verdict and (run file, side, score)."""
+        folder, runs = self.config.out / "evidence" / "confirm", []
+        for i in range(1, self.config.confirm_pairs + 1):
+            for side, flags, cand in (("stock", {}, "stock"), ("tuned", best.flags, best.id)):
+                got = self.measurer.measure(
+                    dict(flags), folder / f"{side}-{i}.jsonl", TuneRole.CONFIRMATION, cand
+                )
+                self.tracker.advance(1)
+                if got.score is not None and got.run_file is not None:
+                    runs.append((str(got.run_file.relative_to(self.config.out)), side, got.score))
+                else:
+                    self.notify(f"confirmation {side}-{i} failed: {got.reason}")
+        stock = [s for _, side, s in runs if side == "stock"]
+        tuned = [s for _, side, s in runs if side == "tuned"]
+        claimed, gain, p, why = verdict(stock, tuned, higher_is_better=_higher_is_better(self.config),
+                                        contract_pct=CONTRACT_PCT)  # fmt: skip
+        conf = Confirmation(candidate=best.id, stock_scores=tuple(stock), tuned_scores=tuple(tuned),
+                            improvement_pct=round(gain, 3), p_value=round(p, 6), alpha=ALPHA,
+                            contract_pct=CONTRACT_PCT, claimed=claimed, verdict=why)  # fmt: skip
+        return conf, runs
+
+
+def tune(config: TuneConfig, tracker: Tracker, notify: Notify | None = None) -> Outcome:
+    """Run every step (see the module docstring)."""
+    from servekit.tune.draft import write_draft
+
+    check_request(config)
+    session = Session(config, tracker, notify or (lambda message: None))
+    session.search()
+    best = session.best()
+    confirmation, runs = session.confirm(best) if best is not None else (None, [])
+    write_draft(
+        config, session.id, tuple(session.candidates), confirmation, runs, session.elapsed()
+    )
+    return Outcome(tuple(session.candidates), confirmation, best, config.out, session.elapsed())

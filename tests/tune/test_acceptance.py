@@ -1,0 +1,150 @@
+"""Acceptance on the simulator: the tuner finds the configured optimum within its budget,
+its package passes `package check`, a search run's figure edited in is refused, and under
+noise a lucky best-of-20 is not published as a speedup."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from servekit.bench.sim.perf import PerfModel, optimum
+from servekit.cli.main import main
+from servekit.package.rules import check_package
+from servekit.package.rules.report import CheckReport
+from tests.tune.conftest import OPTIMUM, SIM_GPU, WORKLOAD, run_tune, search_log
+
+
+def _package(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((out / "package.yaml").read_text())
+    return data
+
+
+def _check(out: Path) -> CheckReport:
+    return check_package(out)
+
+
+def test_the_tuner_finds_the_optimum_and_confirms_it(tuned: Path) -> None:
+    log = search_log(tuned)
+    assert log["candidates"][0]["id"] == "c000" and log["candidates"][0]["flags"] == {}
+    assert len(log["candidates"]) <= 9
+    assert optimum(PerfModel(kv_tokens=11000), {
+        "max_num_seqs": [8, 64], "max_num_batched_tokens": [512, 2048], "gpu_memory_utilization": [0.9, 0.99],
+    }, 1024, ttft_ms=20.0, itl_ms=8.0, prompt_tokens=512, output_tokens=16, concurrency=8)[0] == {
+        "max_num_seqs": 8, "max_num_batched_tokens": 512, "gpu_memory_utilization": 0.9}  # fmt: skip
+    failed = [c for c in log["candidates"] if c["status"] == "failed"]
+    assert failed and all("CUDA out of memory (simulated)" in c["reason"] for c in failed)
+    package = _package(tuned)
+    assert package["serve"]["args"][: len(SIM_GPU)] == SIM_GPU
+    tuned_args = package["serve"]["args"][len(SIM_GPU) :]
+    assert tuned_args == [w for flag, value in OPTIMUM.items() for w in (flag, f"{value:g}")]
+    [speedup] = package["measurements"]["speedups"]
+    assert speedup["value_pct"] > 20  # the model predicts 49 %
+    assert "p = " in package["summary"]
+
+
+def test_package_check_accepts_the_tuners_package_and_kit_build_builds_it(
+    tuned: Path, tmp_path: Path
+) -> None:
+    report = _check(tuned)
+    assert not report.violations, [v.message for v in report.violations]
+    assert main(["keys", "generate", "--out", str(tmp_path / "keys")]) == 0
+    kit = tmp_path / "kit.tar.gz"
+    assert (
+        main(
+            [
+                "kit",
+                "build",
+                str(tuned),
+                "--key",
+                str(tmp_path / "keys" / "servekit.key"),
+                "-o",
+                str(kit),
+            ]
+        )
+        == 0
+    )
+    assert kit.stat().st_size > 0
+    figures = {f["id"]: f for f in _package(tuned)["measurements"]["figures"]}
+    assert all(r.startswith("confirm-") for f in figures.values() for r in f["runs"])
+
+
+def _edited(tuned: Path, tmp_path: Path, edit: Any) -> Path:
+    copy = tmp_path / "edited"
+    shutil.copytree(tuned, copy)
+    package = _package(copy)
+    edit(package)
+    (copy / "package.yaml").write_text(yaml.safe_dump(package, sort_keys=False))
+    return copy
+
+
+def _publish_search_run(package: dict[str, Any]) -> None:
+    """The hand edit a best-of-N tool makes: the tuned figure from its search run."""
+    runs = package["measurements"]["runs"]
+    search = next(r for r in runs if r["id"].startswith("search-") and r["config"] != "stock")
+    search["status"] = {"state": "current"}
+    search["config"] = "tuned"
+    figure = next(f for f in package["measurements"]["figures"] if f["id"].startswith("tuned-"))
+    figure["runs"] = [search["id"], *figure["runs"]]
+
+
+def test_a_figure_edited_onto_a_search_run_is_refused(tuned: Path, tmp_path: Path) -> None:
+    report = _check(_edited(tuned, tmp_path, _publish_search_run))
+    sk140 = [v for v in report.violations if v.rule == "SK140"]
+    assert sk140 and "a selection run of servekit tune" in sk140[0].message
+
+
+def test_a_speedup_beyond_what_the_confirmation_carries_is_refused(
+    tuned: Path, tmp_path: Path
+) -> None:
+    def inflate(package: dict[str, Any]) -> None:
+        figs = {f["id"]: f for f in package["measurements"]["figures"]}
+        stock = next(f for i, f in figs.items() if i.startswith("stock-"))
+        stock["runs"] = stock["runs"][:3]  # three stock runs: no test can be passed with them
+
+    report = _check(_edited(tuned, tmp_path, inflate))
+    assert any(v.rule == "SK140" and "at least 4" in v.message for v in report.violations)
+
+
+NOISY_SPACE = {  # 19 candidates that perform exactly like stock: only host noise differs
+    "fixed": [*SIM_GPU[:6], "--kv-tokens", "100000", "--pad-cost", "0", "--noise", "0.1"],
+    "search": {"--max-num-seqs": list(range(8, 27))},
+}
+
+
+def test_a_lucky_best_of_20_is_not_published_as_a_speedup(tmp_path: Path) -> None:
+    workload = {**WORKLOAD, "output_tokens": 8, "requests": 8}
+    code = run_tune(tmp_path, "--max-candidates", "20", "--confirm-pairs", "4", "--budget", "20m",
+                    "--seed", "3", "--method", "grid", workload=workload, space=NOISY_SPACE)  # fmt: skip
+    assert code == 0
+    out = tmp_path / "out"
+    scores = {c["id"]: c["score"] for c in search_log(out)["candidates"]}
+    assert len(scores) == 20
+    best = min(v for k, v in scores.items() if k != "c000")
+    assert scores["c000"] / best - 1 >= 0.10  # best of 20 looks >= 10 % faster than stock
+    package = _package(out)
+    assert package["measurements"]["speedups"] == []
+    assert "not shown to beat stock" in next(
+        d["text"] for d in package["disclosures"] if d["topic"] == "speedup"
+    )
+    assert package["serve"]["args"] == NOISY_SPACE["fixed"]  # stock is what ships
+
+
+def test_nothing_but_stock_starts_gives_an_honest_package_without_a_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    space = {"fixed": SIM_GPU, "search": {"--gpu-memory-utilization": [0.98, 0.99]}}  # both OOM
+    assert run_tune(tmp_path, "--json", "--budget", "5m", "--hardware", "2x H200", space=space) == 0
+    outcome = json.loads(capsys.readouterr().out)
+    assert (
+        outcome["best"] is None and outcome["confirmation"] is None and outcome["candidates"] == 3
+    )
+    package = _package(tmp_path / "out")
+    assert package["measurements"]["figures"] == [] and package["measurements"]["speedups"] == []
+    assert package["hardware"]["target"] == {"gpu": "H200", "count": 2, "memory_per_gpu_gb": 141.0,
+                                              "interconnect": "single node"}  # fmt: skip
+    assert "nothing was confirmed" in json.dumps(package["disclosures"])
