@@ -88,7 +88,7 @@ def trust_file(store: Store, origin: str) -> str:
             hint="publish a package first (`servekit store publish`)",
         )
     comment = (
-        f"The servekit store at {origin}: its signing key and what it signs for.\n"
+        f"The store at {origin}: its signing key and what it signs for.\n"
         f"Compare the key id below with the one the store publishes elsewhere:\n"
         f"  {key.key_id}\n"
         "Use: servekit verify kit KIT --trust trust.toml"

@@ -32,6 +32,7 @@ from servekit.store.results import EntitlementInfo, Principal
 from servekit.web import signin
 from servekit.web.api.problems import status_of
 from servekit.web.api.routes import MAX_ID, RowId, kit_response
+from servekit.web.keys import store_key_id
 from servekit.web.pages import NO_STORE, SESSION_TOKEN, page
 
 router = APIRouter()
@@ -57,6 +58,13 @@ def _to(path: str) -> RedirectResponse:
 def _refused(request: Request, template: str, exc: Error, **values: Any) -> HTMLResponse:
     """The form again, with the error beside it and the inputs it was given."""
     return page(request, template, status_of(exc), error=exc, **values)
+
+
+def _signing(request: Request) -> dict[str, Any]:
+    """The store's key id and address, for the pages that lead to a download: each shows
+    the key id to compare out of band and the trust file to verify the kit with."""
+    origin = str(request.base_url).rstrip("/")
+    return {"key_id": store_key_id(_store(request)), "origin": origin}
 
 
 def safe_next(path: str, default: str = "/account") -> str:
@@ -172,6 +180,7 @@ def _workspace(
         entitlements=held,
         undeployable=_undeployable(held, s),
         tokens=accounts.list_tokens(p, session=s),
+        **_signing(request),
         **values,
     )
 
@@ -295,7 +304,9 @@ def order_page(request: Request, workspace: str, order_id: RowId) -> HTMLRespons
         ver = publishing.version_info(
             publishing.get_version(order.package_id, order.version, session=s)
         )
-    return page(request, "store/order.html", ws=p, order=order, held=held, v=ver)
+    return page(
+        request, "store/order.html", ws=p, order=order, held=held, v=ver, **_signing(request)
+    )
 
 
 # --- buying ---------------------------------------------------------------------------
@@ -324,7 +335,16 @@ def _buy_page(
     values.setdefault("chosen", {"workspace": "", "kind": kind})
     values["nothing_left"] = left is not None and ver.maintenance_cents is None
     status = status_of(values["error"]) if values.get("error") else 200
-    return page(request, "store/buy.html", status, v=ver, owned=owned, workspaces=buyers, **values)
+    return page(
+        request,
+        "store/buy.html",
+        status,
+        v=ver,
+        owned=owned,
+        workspaces=buyers,
+        **_signing(request),
+        **values,
+    )
 
 
 @router.get("/buy/{package_id}/{version}", response_class=HTMLResponse)
@@ -381,6 +401,7 @@ def _quote_page(
         notes=notes,
         signed=signed,
         idempotency_key=key,
+        **_signing(request),
         **values,
     )
 
