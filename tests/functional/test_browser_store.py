@@ -4,7 +4,8 @@ desktop's 1280x800 and a phone's 390x844, then in a terminal (issue 21's accepta
 From a package page's buy link: sign up (the buy page is where sign-up lands), quote the
 paid package, sign its licence (one field forgotten on the way: the form comes back with
 the message and every input kept), confirm the test payment, download the kit from the
-receipt; then `servekit verify kit`, `servekit kit unpack`, `servekit bench replay`
+receipt; then `servekit trust fetch` from the site (the key id it prints is the one the
+receipt showed), `servekit verify kit`, `servekit kit unpack`, `servekit bench replay`
 against `servekit sim serve`, and `servekit bench compare` (at the desktop size; at the
 phone size the downloaded bytes are checked to be the same kit). On the way: maintenance added
 to the bought version and cancelled after its confirmation page, an API token shown once,
@@ -27,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from servekit.receipts.keys import PUBLIC_KEY_FILE
 from tests.functional.helpers import (
     CHROMIUM,
     EXAMPLES,
@@ -141,17 +141,20 @@ def test_from_the_buy_link_to_a_replayed_and_compared_kit(
             else None
         ),
     )
-    kit = _browse_and_buy(Journey(tab, size), tmp_path, f"{size}@example.com", f"acme-{size}")
+    kit, key_id = _browse_and_buy(
+        Journey(tab, size), tmp_path, f"{size}@example.com", f"acme-{size}"
+    )
     context.close()
     assert errors == [], errors
     if size == "desktop":
-        _verify_unpack_replay_compare(kit, home, tmp_path)
+        _verify_unpack_replay_compare(kit, url, key_id, tmp_path)
     else:  # the terminal's steps do not depend on the screen: the same kit bytes suffice
         digest = hashlib.sha256(kit.read_bytes()).hexdigest()
         assert (home / "kits" / "sha256" / f"{digest}.tar.gz").exists()
 
 
-def _browse_and_buy(j: Journey, tmp_path: Path, email: str, ws: str) -> Path:
+def _browse_and_buy(j: Journey, tmp_path: Path, email: str, ws: str) -> tuple[Path, str]:
+    """The kit downloaded from the receipt, and the key id the receipt shows."""
     page, expect = j.page, sync_api.expect
     # 1. the catalog and the package page, with the account links on both
     page.goto("/")
@@ -209,6 +212,8 @@ def _browse_and_buy(j: Journey, tmp_path: Path, email: str, ws: str) -> Path:
     j.look("quote")
     page.get_by_role("button", name=f"Confirm test payment of {PRICE}").click()
     expect(page.locator("#order-status")).to_contain_text("Paid: purchase of tiny-sim 0.1.0")
+    key_id = page.locator("#signing-key code.key-id").text_content() or ""
+    expect(page.locator("#signing-key pre")).to_contain_text("servekit trust fetch")
     j.look("receipt")
     with page.expect_download() as info:
         page.locator("a.download").click()
@@ -249,13 +254,17 @@ def _browse_and_buy(j: Journey, tmp_path: Path, email: str, ws: str) -> Path:
     page.locator("#signout").click()
     page.goto(f"/w/{ws}")
     expect(page.locator("h1")).to_have_text("Sign in")
-    return kit
+    return kit, key_id
 
 
-def _verify_unpack_replay_compare(kit: Path, home: Path, tmp_path: Path) -> None:
-    """The buyer's terminal: the kit is genuine, unpacks, and its figure reproduces."""
-    # LEAD: switch to servekit trust fetch URL/keys/trust.toml after merging i20-trust
-    trust = str(home / "keys" / PUBLIC_KEY_FILE)
+def _verify_unpack_replay_compare(kit: Path, url: str, key_id: str, tmp_path: Path) -> None:
+    """The buyer's terminal, with only what the site gives: the trust file fetched from it
+    (its key id the one the receipt showed); the kit is genuine, unpacks, and its figure
+    reproduces."""
+    trust = str(tmp_path / "trust.toml")
+    done = servekit("trust", "fetch", url, "-o", trust)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(key_id) == 64 and key_id in done.stdout, (key_id, done.stdout)
     done = servekit("verify", "kit", str(kit), "--trust", trust)
     assert done.returncode == 0, done.stdout + done.stderr
     done = servekit("kit", "unpack", str(kit), str(tmp_path / "kit"), "--trust", trust)

@@ -81,8 +81,10 @@ def api_server() -> Iterator[str]:
 def test_publish_buy_download_verify(
     env: Path, packages: Packages, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(capsys, "keys", "generate", "--out", str(env / "keys"))[0] == 0
-    key = str(env / "keys" / "servekit.key")
+    # the store's own key, where `servekit serve` keeps it and /keys publishes it
+    (env / "home").mkdir()
+    assert run(capsys, "keys", "generate", "--out", str(env / "home" / "keys"))[0] == 0
+    key = str(env / "home" / "keys" / "servekit.key")
     for pkg in (*sorted(EXAMPLES.iterdir()), packages.priced):
         code, out = run(capsys, "store", "publish", str(pkg), "--key", key)
         if pkg.name == "tiny-sim":  # a draft: never published, so never bought
@@ -135,9 +137,13 @@ def _buy_through_the_api(
             capsys, "store", "download", ref, "--url", url, "--token", token, "-o", str(out_path)
         )
         assert code == 0, out
-        code, out = run(
-            capsys, "verify", "kit", str(out_path), "--trust", str(env / "keys" / "servekit.pub")
-        )
+        # the hint names the store's trust file, not a publisher key the buyer never got
+        assert f"servekit trust fetch {url} -o trust.toml" in out, out
+        assert f"servekit verify kit {out_path} --trust trust.toml" in out, out
+        trust = env / "trust.toml"
+        code, out = run(capsys, "trust", "fetch", url, "-o", str(trust), "--force")
+        assert code == 0, out
+        code, out = run(capsys, "verify", "kit", str(out_path), "--trust", str(trust))
         assert code == 0, out
     code, out = run(
         capsys,

@@ -7,6 +7,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from servekit.kit.build import build_kit, render_deploy
 from servekit.package import load_package
 from servekit.receipts.keys import load_public_key, load_trust_store
 from servekit.verify.kit import verify_kit
+from tests.cli.helpers import run_cli
 from tests.kit.helpers import EXAMPLES, KEYS, PACKAGE_DIR, ROOT, package_copy, private_key
 from tests.yamlio import dump_yaml
 
@@ -348,3 +350,27 @@ def test_a_kit_without_evidence_does_not_point_to_evidence(key: Path) -> None:
         f.data for f in build_kit(K3, key, signed_at=SIGNED_AT).files if f.path == "README.md"
     )
     assert b"evidence/" not in readme and b"holds no raw evidence" in readme
+
+
+@pytest.mark.parametrize("trust", ["trust.toml", "publisher.pub"])
+def test_the_readme_unpack_line_works_with_a_trust_file_or_the_publishers_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: Path, trust: str
+) -> None:
+    """The README's command, run as shown, with a store's trust file (`trust.toml`) or, as
+    its text says, the publisher's public key named in its place."""
+    readme = next(
+        f.data.decode()
+        for f in build_kit(PACKAGE_DIR, key, signed_at=SIGNED_AT).files
+        if f.path == "README.md"
+    )
+    line = next(x for x in readme.splitlines() if x.startswith("servekit kit unpack"))
+    assert "--trust trust.toml" in line and "PUBLISHER.pub" not in readme
+    assert "/keys/trust.toml" in readme and "public key file" in readme
+    for name in ("trust.toml", "publisher.pub", "untrusted.pub"):
+        shutil.copyfile(KEYS / name, tmp_path / name)
+    (tmp_path / "KIT.tar.gz").write_bytes(build_kit(PACKAGE_DIR, key, signed_at=SIGNED_AT).archive)
+    monkeypatch.chdir(tmp_path)
+    argv = line.replace("trust.toml", trust).split()[1:]
+    code, out, err = run_cli(argv)
+    assert code == 0, out + err
+    assert (tmp_path / "kit" / "MANIFEST").is_file()

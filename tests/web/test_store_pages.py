@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from servekit.config import Settings
+from servekit.receipts.keys import PUBLIC_KEY_FILE, load_public_key
 from servekit.store import accounts
 from servekit.store.accounts import ACCOUNT_FREE
 from servekit.store.db import open_store
@@ -496,3 +497,66 @@ def test_sign_out_has_a_page_for_the_catalogs_link(shop: TestClient, home: Path)
         catalog = visitor.get("/").text
         for link in ('href="/signin"', 'href="/signup"', 'href="/account"', 'href="/signout"'):
             assert link in catalog
+
+
+def test_every_page_leading_to_a_download_shows_the_store_key_id(
+    shop: TestClient, ws: str, home: Path
+) -> None:
+    key_id = load_public_key(home / "keys" / PUBLIC_KEY_FILE).key_id
+    quote = shop.get(_quote(shop, ws, "test-priced", "1.0.0", "purchase")).text
+    receipt = _buy(shop, ws, "test-priced", "1.0.0")
+    pages = {
+        "quote": quote,
+        "receipt": receipt,
+        "workspace": shop.get(f"/w/{ws}").text,
+        "buy (owned)": shop.get("/buy/test-priced/1.0.0").text,
+    }
+    for name, html in pages.items():
+        key = re.search(r'id="signing-key".*?</section>', html, re.S)
+        assert key, name
+        block = unescape(key.group(0))
+        assert f'<code class="key-id">{key_id}</code>' in block, name
+        assert 'href="/keys"' in block and "another way" in block, name
+        assert f"servekit trust fetch {BASE} -o trust.toml" in block, name
+        assert "--trust trust.toml" in block and "PUBLISHER.pub" not in block, name
+
+
+def test_a_licensed_version_maintenance_offers_is_signed_for_then_downloadable(
+    shop: TestClient, ws: str, home: Path, tmp_path: Path
+) -> None:
+    pkg = f"gated-{ws}"[:60].rstrip("-")
+    v1 = make_variant(tmp_path / "v1", pkg_id=pkg, version="1.0.0", usd=100, maint=20)
+    v2 = make_variant(
+        tmp_path / "v2", pkg_id=pkg, version="2.0.0", usd=100, maint=20, tier="enterprise"
+    )
+    store_publish([v1], home)
+    _buy(shop, ws, pkg, "1.0.0")
+    _buy(shop, ws, pkg, "1.0.0", "subscription")
+    store_publish([v2], home)
+    page = shop.get(f"/w/{ws}").text
+    offered = re.search(r'<p class="sign-to-receive">(.*?)</p>', page, re.S)
+    assert offered and f"{pkg} 2.0.0: sign to receive" in offered.group(1), page
+    licence = f"/w/{ws}/licence/{pkg}/2.0.0"
+    assert f'href="{licence}"' in offered.group(1)
+    assert f'href="/w/{ws}/downloads/{pkg}/2.0.0"' not in page
+    assert shop.get(f"/w/{ws}/downloads/{pkg}/2.0.0").status_code == 404
+    form = shop.get(licence).text
+    sha = re.search(r'name="terms_sha256" value="([0-9a-f]{64})"', form)
+    clauses = re.findall(r'name="(affirm_[a-z_]+)"', form)
+    assert sha and clauses
+    signed = _post(
+        shop,
+        licence,
+        terms_sha256=sha.group(1),
+        quote_id="0",
+        licensed_entity="Acme Compute GmbH",
+        signer_name="Ada Buyer",
+        signer_title="CTO",
+        authority_statement="Board resolution 7",
+        **dict.fromkeys(clauses, "yes"),
+    )
+    assert signed.status_code == 303 and signed.headers["location"] == f"/w/{ws}"
+    page = shop.get(f"/w/{ws}").text
+    assert 'class="sign-to-receive"' not in page
+    assert f'href="/w/{ws}/downloads/{pkg}/2.0.0"' in page
+    assert shop.get(f"/w/{ws}/downloads/{pkg}/2.0.0").status_code == 200

@@ -308,4 +308,8 @@ def download_command(
         f"wrote {plain(got.path)}: {plain(got.package_id)} {plain(got.version)}, {got.bytes} bytes"
     )
     stdout.print(f"sha256:      {got.sha256}")
-    stdout.print(f"next:        servekit verify kit {plain(got.path)} --trust PUBLISHER.pub")
+    stdout.print(f"next:        servekit trust fetch {plain(url)} -o trust.toml")
+    stdout.print(
+        "             (it prints the store's key id: compare it with one you got another way)"
+    )
+    stdout.print(f"then:        servekit verify kit {plain(got.path)} --trust trust.toml")

@@ -120,7 +120,7 @@ def _verify(package: Package, key_id: str) -> list[str]:
         "## Verify and unpack",
         "",
         "```sh",
-        f"servekit kit unpack KIT.tar.gz --trust PUBLISHER.pub --expect {package.id}@{package.version} kit/",
+        f"servekit kit unpack KIT.tar.gz --trust trust.toml --expect {package.id}@{package.version} kit/",
         "```",
         "",
         "verifies the kit (the archive byte for byte, every file against `MANIFEST`, the "
@@ -128,7 +128,12 @@ def _verify(package: Package, key_id: str) -> list[str]:
         "subjects, the figures recomputed from the evidence) and only then writes the verified "
         "files into `kit/`. Do not unpack a kit with `tar -x`: tar writes what the archive "
         "says, not what was verified. After the download, check the weights: "
-        f"`servekit verify weights DIR --kit KIT.tar.gz --trust PUBLISHER.pub`{pin}.",
+        f"`servekit verify weights DIR --kit KIT.tar.gz --trust trust.toml`{pin}.",
+        "",
+        "`trust.toml` is the trust file of whoever gave you the kit: a store's "
+        "(`servekit trust fetch STORE_URL -o trust.toml` writes its `/keys/trust.toml` and "
+        "prints the key id), or the publisher's public key file, named in place of "
+        "`trust.toml`. Compare the key id with one you got another way before you trust it.",
     ]
 
 

@@ -15,6 +15,7 @@ PUBLIC = {
     ("POST", "/api/v1/sessions"),
     ("GET", "/api/v1/me"),
     ("POST", "/api/v1/webhooks/stripe"),
+    ("GET", "/api/v1/keys"),  # the store's signing keys: public by design
 }
 
 RESOURCE_IDS = {"quote_id", "order_id", "entitlement_id", "token_id"}

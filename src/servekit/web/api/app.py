@@ -1,4 +1,4 @@
-"""A small app serving the JSON API alone (tests and ``servekit store serve``)."""
+"""A small app serving the JSON API and the store's keys (tests and ``servekit store serve``)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ def create_api_app(ctx: ApiContext) -> FastAPI:
     app.state.store = ctx.store
     app.add_exception_handler(Exception, lambda _request, _exc: internal_error())
     app.include_router(api_router(ctx))
+    # the store's signing keys too: `servekit store download` tells the buyer to
+    # `servekit trust fetch` from the same address
+    from servekit.web.routes import keys
+
+    app.state.store = ctx.store
+    app.include_router(keys.router, include_in_schema=False)
+    app.include_router(keys.api)
     return app
 
 

@@ -48,6 +48,7 @@ from servekit.web.fields import (
     form_text,
     printable_prefix,
 )
+from servekit.web.keys import store_key_id
 from servekit.web.pages import NO_STORE, SESSION_TOKEN, page
 
 router = APIRouter()
@@ -76,6 +77,13 @@ def _refused(request: Request, template: str, exc: Error, **values: Any) -> HTML
     if isinstance(exc, TooManySignInsError):
         answer.headers["Retry-After"] = str(exc.retry_after)
     return answer
+
+
+def _signing(request: Request) -> dict[str, Any]:
+    """The store's key id and address, for the pages that lead to a download: each shows
+    the key id to compare out of band and the trust file to verify the kit with."""
+    origin = str(request.base_url).rstrip("/")
+    return {"key_id": store_key_id(_store(request)), "origin": origin}
 
 
 def safe_next(path: str, default: str = "/account") -> str:
@@ -207,6 +215,7 @@ def _workspace(
         entitlements=held,
         undeployable=_undeployable(held, s),
         tokens=accounts.list_tokens(p, session=s),
+        **_signing(request),
         **values,
     )
 
@@ -323,7 +332,9 @@ def order_page(request: Request, workspace: str, order_id: RowId) -> HTMLRespons
         ver = publishing.version_info(
             publishing.get_version(order.package_id, order.version, session=s)
         )
-    return page(request, "store/order.html", ws=p, order=order, held=held, v=ver)
+    return page(
+        request, "store/order.html", ws=p, order=order, held=held, v=ver, **_signing(request)
+    )
 
 
 # --- buying ---------------------------------------------------------------------------
@@ -352,7 +363,16 @@ def _buy_page(
     values.setdefault("chosen", {"workspace": "", "kind": kind})
     values["nothing_left"] = left is not None and ver.maintenance_cents is None
     status = status_of(values["error"]) if values.get("error") else 200
-    return page(request, "store/buy.html", status, v=ver, owned=owned, workspaces=buyers, **values)
+    return page(
+        request,
+        "store/buy.html",
+        status,
+        v=ver,
+        owned=owned,
+        workspaces=buyers,
+        **_signing(request),
+        **values,
+    )
 
 
 @router.get("/buy/{package_id}/{version}", response_class=HTMLResponse)
@@ -403,6 +423,7 @@ def _quote_page(
         notes=notes,
         signed=signed,
         idempotency_key=key,
+        **_signing(request),
         **values,
     )
 
