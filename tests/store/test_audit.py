@@ -227,7 +227,9 @@ def _order_of_another_kind(db: Session, priced: int, free: int) -> None:
 
 
 def _subscription_without_its_row(db: Session, priced: int, free: int) -> None:
-    order = _buy(db, member(db, "subs"), "test-priced", None, "s", OrderKind.SUBSCRIPTION)
+    subs = member(db, "subs")
+    _buy(db, subs, "test-priced", None, "p")  # maintenance is an add-on to a bought version
+    order = _buy(db, subs, "test-priced", None, "s", OrderKind.SUBSCRIPTION)
     db.execute(
         text("DELETE FROM subscriptions WHERE entitlement_id = :e"), {"e": order.entitlement_id}
     )

@@ -20,6 +20,7 @@ from servekit.errors import (
 )
 from servekit.store import ledger, publishing
 from servekit.store.checkout import (
+    PERIOD,
     PLACEHOLDER_RULE,
     confirm,
     create_quote,
@@ -27,11 +28,25 @@ from servekit.store.checkout import (
     quote_notes,
     refund_order,
 )
-from servekit.store.entitlements import cancel_subscription, download, list_entitlements
+from servekit.store.entitlements import (
+    cancel_subscription,
+    download,
+    downloadable,
+    list_entitlements,
+)
 from servekit.store.licences import CLAUSES, sign_licence, terms_for
-from servekit.store.models import JournalEntry, OrderKind, OrderStatus, Posting, Quote, Role
+from servekit.store.models import (
+    JournalEntry,
+    OrderKind,
+    OrderStatus,
+    Posting,
+    Quote,
+    Role,
+    utcnow,
+)
 from servekit.store.payments import SandboxProvider
 from servekit.store.publishing import get_version, retract
+from servekit.store.renewals import due_subscriptions, renew_subscription
 from servekit.store.results import OrderInfo, Principal
 from tests.store.conftest import Packages, member, publish_one
 
@@ -290,6 +305,30 @@ def test_maintenance_adds_to_the_current_version_only(
     assert maintenance_offer(who, ver, session=shop) == (
         "the workspace has maintenance for this package already"
     )
+
+
+def test_maintenance_is_offered_only_where_checkout_sells_it(
+    shop: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    """A version delivered by maintenance that has ended is kept, but not bought: the buy
+    page must not offer maintenance on it that the quote then refuses."""
+    who = member(shop, "acme")
+    _buy(shop, who, "test-priced", "1.0.0", "buy")
+    sub = _buy(shop, who, "test-priced", None, "sub", OrderKind.SUBSCRIPTION)
+    publish_one(packages.priced_v2, key, kits_dir, shop)  # delivered by the maintenance
+    cancel_subscription(who, sub.entitlement_id, session=shop)
+    (due,) = due_subscriptions(session=shop, now=utcnow() + PERIOD)
+    renew_subscription(due, provider=SANDBOX, session=shop, now=utcnow() + PERIOD)
+    assert [v.version for v in downloadable(who, "test-priced", session=shop)] == [
+        "1.0.0",
+        "1.1.0",
+    ]
+    ver = publishing.version_info(get_version("test-priced", "1.1.0", session=shop))
+    assert maintenance_offer(who, ver, session=shop) == (
+        "buy this version first: maintenance is an add-on to it"
+    )
+    with pytest.raises(StoreConflictError, match=r"does not own test-priced 1\.1\.0"):
+        create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=shop)
 
 
 def test_the_quote_warns_before_buying_what_maintenance_delivered(

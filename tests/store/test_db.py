@@ -12,17 +12,17 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, event, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from servekit.config import load_settings
 from servekit.store import ledger
 from servekit.store.audit import audit
-from servekit.store.checkout import confirm, create_quote
+from servekit.store.checkout import QUOTE_TTL, confirm
 from servekit.store.db import Store, database_url, make_engine, migrate, open_store
 from servekit.store.diagram import mermaid
-from servekit.store.models import Base, OrderKind, Refund
+from servekit.store.models import Base, OrderKind, PackageVersion, Quote, Refund, utcnow
 from servekit.store.payments import SandboxProvider
 from servekit.store.publishing import publication_state
 from tests.store.conftest import Backend, Packages, member, publish_one
@@ -135,11 +135,27 @@ def _empty_database(backend: Backend, tmp_path: Path) -> str:
     return make_url(backend.admin_url).set(database=name).render_as_string(hide_password=False)
 
 
+def _copy_version_as_of(head: Session, older: Connection, package_id: str) -> int:
+    """Copy a version published into the current schema (``head``) into an older
+    database, only the columns that database has: the ORM would read and write columns a
+    later migration added (0007's placeholder_commit). Returns the copied row's id."""
+    table = Table("package_versions", MetaData(), autoload_with=older)
+    current = PackageVersion.__table__.c
+    names = [c.name for c in table.c if c.name != "id"]
+    row = head.execute(
+        select(*(current[n] for n in names)).where(current.package_id == package_id)
+    ).one()
+    inserted = older.execute(table.insert().values(dict(zip(names, row, strict=True))))
+    (new_id,) = inserted.inserted_primary_key or ()
+    return int(new_id)
+
+
 def test_0006_records_the_refunds_made_before_it(
-    backend: Backend, packages: Packages, key: Path, tmp_path: Path
+    backend: Backend, packages: Packages, key: Path, tmp_path: Path, db: Session
 ) -> None:
     """A store refunded the old way (order marked refunded, entitlement revoked, reversal
-    posted) migrates to 0006 with that refund recorded, and passes the new audit."""
+    posted) migrates to 0006 with that refund recorded, and passes the new audit. The
+    data is written as 0005 knew it: no column a later migration added is read or set."""
     engine = make_engine(_empty_database(backend, tmp_path))
     cfg = Config()
     cfg.set_main_option("script_location", "servekit.store:migrations")
@@ -147,9 +163,20 @@ def test_0006_records_the_refunds_made_before_it(
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0005")
     with Session(engine) as s, s.begin():
-        publish_one(packages.priced, key, tmp_path / "kits", s)
+        publish_one(packages.priced, key, tmp_path / "kits", db)
+        version = _copy_version_as_of(db, s.connection(), "test-priced")
         who = member(s, "acme")
-        quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
+        quote = Quote(
+            workspace_id=who.workspace_id,
+            version_id=version,
+            kind=OrderKind.PURCHASE,
+            currency="usd",
+            amount_cents=4999,
+            licence_required=False,
+            expires_at=utcnow() + QUOTE_TTL,
+        )
+        s.add(quote)
+        s.flush()
         order = confirm(who, quote.id, "k", provider=SandboxProvider(), session=s)
         reversal = ledger.reversal(order.id, 4999, "usd", "sandbox", session=s)
         s.execute(text("UPDATE orders SET status = 'refunded'"))

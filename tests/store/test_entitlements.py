@@ -40,9 +40,11 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def subscribed(
     db: Session, gated: tuple[Path, Path], key: Path, kits_dir: Path
 ) -> tuple[Session, Principal]:
-    """A workspace subscribed at 1.0.0; then the enterprise 2.0.0 is published."""
+    """A workspace that bought the standard 1.0.0 and added maintenance to it (it cannot
+    be bought alone); then the enterprise 2.0.0 is published."""
     publish_one(gated[0], key, kits_dir, db)
     who = member(db, "acme")
+    _buy(db, who, PKG, None, "buy")
     _buy(db, who, PKG, None, "sub", OrderKind.SUBSCRIPTION)
     publish_one(gated[1], key, kits_dir, db)
     return db, who
@@ -52,13 +54,15 @@ def test_a_subscription_offers_a_licensed_version_as_sign_to_receive(
     subscribed: tuple[Session, Principal], kits_dir: Path
 ) -> None:
     db, who = subscribed
-    (held,) = list_entitlements(who, session=db)
+    bought, held = list_entitlements(who, session=db)
+    assert (bought.kind, held.kind) == (OrderKind.PURCHASE, OrderKind.SUBSCRIPTION)
+    assert bought.downloadable == ("1.0.0",) and bought.sign_to_receive == ()
     assert held.downloadable == ("1.0.0",) and held.sign_to_receive == ("2.0.0",)
     with pytest.raises(StoreNotFoundError):
         download(who, PKG, "2.0.0", kits_dir=kits_dir, session=db)
     assert download(who, PKG, LATEST, kits_dir=kits_dir, session=db).version == "1.0.0"
     _sign(db, who, PKG, "2.0.0")
-    (held,) = list_entitlements(who, session=db)
+    _, held = list_entitlements(who, session=db)
     assert held.downloadable == ("1.0.0", "2.0.0") and held.sign_to_receive == ()
     assert download(who, PKG, LATEST, kits_dir=kits_dir, session=db).version == "2.0.0"
 
@@ -68,7 +72,7 @@ def test_another_workspaces_signature_delivers_nothing(
 ) -> None:
     db, who = subscribed
     _sign(db, member(db, "other"), PKG, "2.0.0")
-    assert list_entitlements(who, session=db)[0].sign_to_receive == ("2.0.0",)
+    assert list_entitlements(who, session=db)[1].sign_to_receive == ("2.0.0",)
 
 
 def _rejected(session: Session, sql: str, match: str, **params: Any) -> None:

@@ -132,19 +132,32 @@ def active_subscription(
     return session.scalar(_active_subscriptions(workspace_id, package_id, now or utcnow()))
 
 
-def _refuse_held(workspace_id: int, ver: PackageVersion, kind: OrderKind, session: Session) -> None:
-    holds_purchase = session.scalar(
-        select(Entitlement.id).where(
-            Entitlement.workspace_id == workspace_id,
-            Entitlement.version_id == ver.id,
-            Entitlement.kind == OrderKind.PURCHASE,
-            Entitlement.revoked_at.is_(None),
+def _bought(workspace_id: int, package_id: str, version: str, session: Session) -> bool:
+    """The workspace holds a live purchase of the version (a version its maintenance
+    delivered is kept, but not bought: maintenance cannot be added to it)."""
+    return (
+        session.scalar(
+            select(Entitlement.id)
+            .join(PackageVersion, PackageVersion.id == Entitlement.version_id)
+            .where(
+                Entitlement.workspace_id == workspace_id,
+                PackageVersion.package_id == package_id,
+                PackageVersion.version == version,
+                Entitlement.kind == OrderKind.PURCHASE,
+                Entitlement.revoked_at.is_(None),
+            )
+            .limit(1)
         )
+        is not None
     )
+
+
+def _refuse_held(workspace_id: int, ver: PackageVersion, kind: OrderKind, session: Session) -> None:
+    holds_purchase = _bought(workspace_id, ver.package_id, ver.version, session)
     holds_subscription = kind is OrderKind.SUBSCRIPTION and (
         active_subscription(workspace_id, ver.package_id, session=session) is not None
     )
-    _refuse_owned(kind, ver.package_id, ver.version, holds_purchase is not None, holds_subscription)
+    _refuse_owned(kind, ver.package_id, ver.version, holds_purchase, holds_subscription)
 
 
 def _refuse_owned(
@@ -232,7 +245,7 @@ def maintenance_offer(principal: Principal, ver: VersionInfo, *, session: Sessio
         return "maintenance is added to the current version only"
     if active_subscription(principal.workspace_id, ver.package_id, session=session):
         return "the workspace has maintenance for this package already"
-    if ver.version not in _held(principal, ver.package_id, session):
+    if not _bought(principal.workspace_id, ver.package_id, ver.version, session):
         return "buy this version first: maintenance is an add-on to it"
     return None
 
