@@ -38,7 +38,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def load_command(name: str) -> Any:
     """The click command Typer builds for the group or command ``name`` (imports it)."""
-    module, _, attribute = COMMANDS[name][0].partition(":")
+    return command_of(COMMANDS[name][0], name)
+
+
+def command_of(where: str, name: str) -> Any:
+    """The click command named ``name`` for the Typer app or function at ``module:attribute``
+    (imports it); a group's lazily loaded subcommands come through here too."""
+    module, _, attribute = where.partition(":")
     target = getattr(importlib.import_module(module), attribute)
     if isinstance(target, typer.Typer):
         target.rich_markup_mode = None  # plain help: wraps, never cuts a word to "…"

@@ -6,11 +6,8 @@ from pathlib import Path
 
 import typer
 
-from servekit.cli.feed import hold_against_feed
 from servekit.cli.output import fail, plain, print_json, stdout
-from servekit.cli.verify_kit import identity_line
 from servekit.errors import Error, UsageError
-from servekit.receipts.keys import TrustStore, load_trust_store
 from servekit.verify.weights import (
     Expected,
     WeightsReport,
@@ -19,7 +16,10 @@ from servekit.verify.weights import (
     expected_from_package,
     expected_from_pin_file,
 )
-from servekit.weights.hub import Hub
+
+# A pin file and a directory need none of the kit's verifier, the feed, the trust store
+# or huggingface_hub: each loads where an option asks for it, so that a verify starts in
+# a fraction of a second (tests/cli/test_startup.py lists what must not load).
 
 
 def _expected(
@@ -36,6 +36,8 @@ def _expected(
     if package is not None:
         return expected_from_package(package)
     assert kit is not None
+    from servekit.receipts.keys import load_trust_store
+
     if trust is None:
         raise UsageError(
             "--kit needs --trust: the kit is verified before its pin is believed",
@@ -44,10 +46,23 @@ def _expected(
     return expected_from_kit(kit, load_trust_store(trust))
 
 
-def _feed_trust(feed: Path | None, trust: Path | None) -> TrustStore:
-    if feed is not None and trust is None:
+def _hold_against_feed(
+    feed: Path | None,
+    trust: Path | None,
+    state: Path | None,
+    expected: Expected,
+    given: tuple[Path | None, Path | None],
+) -> None:
+    if feed is None:
+        return
+    if trust is None:
         raise UsageError("--feed needs --trust: the publisher's key that signs the feed")
-    return load_trust_store(trust) if trust is not None else TrustStore(source="none", keys={})
+    from servekit.cli.feed import hold_against_feed
+    from servekit.receipts.keys import load_trust_store
+
+    kit, package = given
+    model = (expected.repo, expected.commit)
+    hold_against_feed(feed, load_trust_store(trust), state, kit=kit, package=package, model=model)
 
 
 def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
@@ -65,6 +80,8 @@ def _directory(directory: Path | None, fetch: bool, expected: Expected) -> Path:
             f"{expected.source} names no repository and commit, so there is nothing to fetch",
             hint="pins made by `servekit model digest` are local; download the model yourself",
         )
+    from servekit.weights.hub import Hub
+
     return Hub().snapshot(expected.repo, expected.commit)
 
 
@@ -96,7 +113,10 @@ def weights_command(
         False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
     ),
     workers: int | None = typer.Option(
-        None, "--workers", min=1, help="Hashing threads (default: every core)."
+        None,
+        "--workers",
+        min=1,
+        help="Hashing workers (default: every core, more when whole files would leave one idle).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     feed: Path | None = typer.Option(
@@ -116,15 +136,10 @@ def weights_command(
     """
     expected = _expected(pin, package, kit, trust)
     if expected.package is not None and not as_json:
+        from servekit.cli.verify_kit import identity_line
+
         stdout.print(identity_line(*expected.package))
-    hold_against_feed(
-        feed,
-        _feed_trust(feed, trust),
-        feed_state,
-        kit=kit,
-        package=package,
-        model=(expected.repo, expected.commit),
-    )
+    _hold_against_feed(feed, trust, feed_state, expected, (kit, package))
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
     if not as_json:
         render_weights(report)
