@@ -9,7 +9,7 @@ Not a test: it prints figures and ratios measured in one run on this machine.
    the smaller of the read rate and the hashing rate;
 3. measure, on the same tree: ``servekit verify weights``; ``sha256sum`` over the files
    in parallel (``xargs -P $(nproc)``); ``model_signing`` (PyPI ``model-signing``,
-   ``pip install -e '.[bench]'``) hashing the tree with its default sha256 configuration;
+   ``pip install -e '.[peers]'``) hashing the tree with its default sha256 configuration;
    ``huggingface_hub``'s cache verification (``hf cache verify --local-dir``, against the
    local Hub server of the tests, which lists the same files);
 4. all of it with a warm page cache, and again cold when ``/proc/sys/vm/drop_caches`` may

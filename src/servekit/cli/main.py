@@ -126,6 +126,7 @@ class _LazyRoot(TyperGroup):
             self.lazy.setdefault(name, None)
         self.commands = self.lazy
         self._listing = False
+        self._invoked: str | None = None
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.lazy)  # names only: nothing is imported to list them
@@ -134,6 +135,21 @@ class _LazyRoot(TyperGroup):
         if self._listing and cmd_name in COMMANDS and not self.lazy.loaded(cmd_name):
             return TyperCommand(name=cmd_name, short_help=COMMANDS[cmd_name][1])
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        self._invoked = args[0] if args else None
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:  # a library of an extra that is not installed
+            from servekit.cli.extras import missing_extra
+
+            error = missing_extra(exc, self._invoked)
+            if error is None:
+                raise
+            raise error from exc
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True  # the listing needs each summary, not each module
