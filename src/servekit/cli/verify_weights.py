@@ -8,14 +8,8 @@ import typer
 
 from servekit.cli.output import fail, plain, print_json, stdout
 from servekit.errors import Error, UsageError
-from servekit.verify.weights import (
-    Expected,
-    WeightsReport,
-    check_weights,
-    expected_from_kit,
-    expected_from_package,
-    expected_from_pin_file,
-)
+from servekit.verify import weights
+from servekit.verify.weights import Expected, WeightsReport
 
 # A pin file and a directory need none of the kit's verifier, the feed, the trust store
 # or huggingface_hub: each loads where an option asks for it, so that a verify starts in
@@ -32,9 +26,9 @@ def _expected(
             hint="the pin says what the weights must be",
         )
     if pin is not None:
-        return expected_from_pin_file(pin)
+        return weights.expected_from_pin_file(pin)
     if package is not None:
-        return expected_from_package(package)
+        return weights.expected_from_package(package)
     assert kit is not None
     from servekit.receipts.keys import load_trust_store
 
@@ -43,7 +37,7 @@ def _expected(
             "--kit needs --trust: the kit is verified before its pin is believed",
             hint="pass the publisher's servekit.pub or your trust file with --trust",
         )
-    return expected_from_kit(kit, load_trust_store(trust))
+    return weights.expected_from_kit(kit, load_trust_store(trust))
 
 
 def _hold_against_feed(
@@ -140,7 +134,9 @@ def weights_command(
 
         stdout.print(identity_line(*expected.package))
     _hold_against_feed(feed, trust, feed_state, expected, (kit, package))
-    report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
+    report = weights.check_weights(
+        _directory(directory, fetch, expected), expected, workers=workers
+    )
     if not as_json:
         render_weights(report)
     try:

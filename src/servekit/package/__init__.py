@@ -7,8 +7,9 @@ rules and numpy with them (``servekit verify weights`` starts without them).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from servekit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from servekit.package.load import LoadedPackage, load_package
@@ -48,11 +49,4 @@ __all__ = [
     "load_package",
     "package_json_schema",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOME)
