@@ -47,7 +47,7 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     venv = work / "venv"
     done = _run([sys.executable, "-m", "venv", venv], env, work)
     assert done.returncode == 0, done.stderr
-    done = _run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", source], env, work)
+    done = _run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-compile", source], env, work)
     assert done.returncode == 0, done.stdout + done.stderr
     return venv / "bin", env
 
