@@ -47,7 +47,11 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     venv = work / "venv"
     done = _run([sys.executable, "-m", "venv", venv], env, work)
     assert done.returncode == 0, done.stderr
-    done = _run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-compile", source], env, work)
+    done = _run(
+        [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-compile", source],
+        env,
+        work,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return venv / "bin", env
 
@@ -78,6 +82,27 @@ def test_the_core_verifies_and_unpacks_a_kit(
     tampered = ASSETS / "kit_tampered_compose.tar.gz"  # the core still refuses, with the code
     done = _run([bin_dir / "servekit", "verify", "kit", tampered, "--trust", TRUST], env, tmp_path)
     assert done.returncode == 10, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_the_buyers_other_tools_run_on_the_core(
+    core: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    bin_dir, env = core
+    examples = ROOT / "examples" / "packages"
+    model = examples / "llama-850m-h200" / "model"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "config.json").write_text("{}")
+    for argv in (
+        ["package", "check", examples / "tiny-sim"],  # every claim rule, numpy included
+        ["fit", model, "--gpu", "H200"],  # a local model directory needs no Hub client
+        ["model", "digest", tree, "-o", tmp_path / "PIN.json"],
+        ["verify", "weights", tree, "--pin", tmp_path / "PIN.json"],
+        ["keys", "generate", "--out", tmp_path / "keys"],
+    ):
+        done = _run([bin_dir / "servekit", *argv], env, tmp_path)
+        assert done.returncode == 0, (argv, done.stdout + done.stderr)
 
 
 @pytest.mark.slow
