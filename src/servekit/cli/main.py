@@ -6,7 +6,7 @@ import importlib
 import json
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import typer
@@ -80,23 +80,34 @@ def _metavar(param: Any) -> str | None:
 
 
 def _name_values(command: Any) -> None:
-    """Give every parameter of ``command`` (and of its subcommands) a metavar."""
-    for sub in getattr(command, "commands", {}).values():
-        _name_values(sub)
+    """Give every parameter of ``command`` (and of its loaded subcommands) a metavar; a lazy
+    group's subcommand gets them when it loads (``command_of``)."""
+    for sub in dict.values(getattr(command, "commands", {})):  # never loads a lazy one
+        if sub is not None:
+            _name_values(sub)
     for param in command.params:
         param.metavar = _metavar(param) or param.metavar
 
 
-class _Commands(dict[str, Any]):
-    """The root's commands, each imported on first access (keys are there from the start)."""
+class LazyCommands(dict[str, Any]):
+    """A group's commands, each imported on first access (keys are there from the start):
+    the root's, and ``servekit.cli.verify``'s subcommands."""
+
+    def __init__(
+        self, eager: Mapping[str, Any], names: Iterable[str], load: Callable[[str], Any]
+    ) -> None:
+        super().__init__(eager)
+        for name in names:
+            self.setdefault(name, None)
+        self._load_command = load
 
     def loaded(self, name: str) -> bool:
         return super().get(name) is not None
 
     def _load(self, name: str) -> Any:
         value = super().get(name)
-        if value is None and name in COMMANDS:
-            value = load_command(name)
+        if value is None and name in self:
+            value = self._load_command(name)
             super().__setitem__(name, value)
         return value
 
@@ -121,9 +132,7 @@ class _LazyRoot(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         eager: Mapping[str, Any] = self.commands
-        self.lazy = _Commands(eager)
-        for name in COMMANDS:
-            self.lazy.setdefault(name, None)
+        self.lazy = LazyCommands(eager, COMMANDS, load_command)
         self.commands = self.lazy
         self._listing = False
         self._invoked: str | None = None

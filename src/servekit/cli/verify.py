@@ -21,20 +21,23 @@ SUBCOMMANDS = {
 }
 
 
+def _load(name: str) -> Any:
+    from servekit.cli.main import command_of  # main imports this module lazily, not at the top
+
+    return command_of(SUBCOMMANDS[name], name)
+
+
 class _LazyVerify(TyperGroup):
     """The verify group: lists its subcommands by name, imports the one asked for."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from servekit.cli.main import LazyCommands
+
+        self.commands = LazyCommands(self.commands, SUBCOMMANDS, _load)
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(SUBCOMMANDS)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in SUBCOMMANDS:
-            return None
-        if cmd_name not in self.commands:
-            from servekit.cli.main import command_of
-
-            self.commands[cmd_name] = command_of(SUBCOMMANDS[cmd_name], cmd_name)
-        return self.commands[cmd_name]
 
 
 app = typer.Typer(
