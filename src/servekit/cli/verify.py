@@ -14,6 +14,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from servekit.cli.main import LazyCommands, command_of
+
 SUBCOMMANDS = {
     "kit": "servekit.cli.verify_kit:kit_command",
     "weights": "servekit.cli.verify_weights:weights_command",
@@ -22,8 +24,6 @@ SUBCOMMANDS = {
 
 
 def _load(name: str) -> Any:
-    from servekit.cli.main import command_of  # main imports this module lazily, not at the top
-
     return command_of(SUBCOMMANDS[name], name)
 
 
@@ -32,8 +32,6 @@ class _LazyVerify(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from servekit.cli.main import LazyCommands
-
         self.commands = LazyCommands(self.commands, SUBCOMMANDS, _load)
 
     def list_commands(self, ctx: Any) -> list[str]:
