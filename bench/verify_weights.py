@@ -9,7 +9,7 @@ Not a test: it prints figures and ratios measured in one run on this machine.
    the smaller of the read rate and the hashing rate;
 3. measure, on the same tree: ``servekit verify weights``; ``sha256sum`` over the files
    in parallel (``xargs -P $(nproc)``); ``model_signing`` (PyPI ``model-signing``,
-   ``pip install -e '.[bench]'``) hashing the tree with its default sha256 configuration;
+   ``pip install -e '.[peers]'``) hashing the tree with its default sha256 configuration;
    ``huggingface_hub``'s cache verification (``hf cache verify --local-dir``, against the
    local Hub server of the tests, which lists the same files);
 4. all of it with a warm page cache, and again cold when ``/proc/sys/vm/drop_caches`` may
@@ -21,7 +21,11 @@ included); ``work`` leaves those out (servekit's own report, ``model_signing`` a
 ``huggingface_hub`` timed in their process; ``sha256sum`` has no start-up to leave out).
 At 1.5 TB only ``work`` matters; at 4 GiB the start-up of a Python CLI is visible.
 
-Usage: ``.venv/bin/python bench/verify_weights.py [--size-gib 4] [--shards 8] [--dir /tmp]``
+Each round runs every tool once, back to back; the table gives each tool's range over the
+rounds (``--rounds``, default 3), and servekit's lead over it round by round.
+
+Usage: ``.venv/bin/python bench/verify_weights.py [--size-gib 4] [--shards 8] [--dir /tmp]
+[--rounds 3] [--warm-only] [--skip 'hf cache verify']``
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class Timing:
     wall: float
     work: float
     nbytes: int
+    ceiling: float  # GB/s, measured in the same round
 
     @property
     def wall_rate(self) -> float:
@@ -175,21 +180,9 @@ def timed(command: Sequence[str] | str, env: dict[str, str] | None = None) -> tu
     return wall, result.stdout
 
 
-def run_servekit(tree: Path, pin: Path) -> tuple[float, float]:
-    wall, out = timed(
-        [
-            PYTHON,
-            "-m",
-            "servekit.cli.main",
-            "-q",
-            "verify",
-            "weights",
-            str(tree),
-            "--pin",
-            str(pin),
-            "--json",
-        ]
-    )
+def run_servekit(tree: Path, pin: Path, *extra: str) -> tuple[float, float]:
+    command = ["-m", "servekit.cli.main", "-q", "verify", "weights", str(tree), "--pin", str(pin)]
+    wall, out = timed([PYTHON, *command, "--json", *extra])
     report = json.loads(out)
     assert report["ok"], report
     return wall, float(report["seconds"])
@@ -266,8 +259,12 @@ Runner = Callable[[Callable[[], None]], tuple[float, float]]
 
 def tools(tree: Path, pin: Path, env: dict[str, str] | None) -> dict[str, Runner]:
     """Each tool, as a function of a reset (warm or drop the cache) that it may call again."""
+    cores = str(len(os.sched_getaffinity(0)))
     runners: dict[str, Runner] = {
         "servekit": lambda reset: run_servekit(tree, pin),
+        # one worker per core, whatever the files: how servekit ran before the worker count
+        # was balanced (src/servekit/weights/hashing.py, balanced_workers)
+        f"servekit --workers {cores}": lambda reset: run_servekit(tree, pin, "--workers", cores),
         "sha256sum xargs -P": lambda reset: run_sha256sum(tree),
         "model_signing": lambda reset: run_model_signing(tree),
     }
@@ -276,30 +273,40 @@ def tools(tree: Path, pin: Path, env: dict[str, str] | None) -> dict[str, Runner
     return runners
 
 
-def best(timings: list[Timing], tool: str) -> Timing:
-    return min((t for t in timings if t.tool == tool), key=lambda t: t.work)
+def rates(timings: list[Timing], tool: str) -> list[float]:
+    return [t.work_rate for t in timings if t.tool == tool]
 
 
-def report(mode: str, ceiling: float, timings: list[Timing]) -> None:
+def span(values: list[float], digits: int = 3) -> str:
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+
+def report(mode: str, timings: list[Timing]) -> None:
+    """Per tool, the range over the rounds (not the best): GB/s, of the round's ceiling,
+    and servekit's lead over it round by round (each round runs every tool back to back)."""
     names = list(dict.fromkeys(t.tool for t in timings))
-    ours = best(timings, "servekit")
+    ours = rates(timings, "servekit")
+    ceilings = [t.ceiling for t in timings if t.tool == "servekit"]
+    print(f"\n{mode} cache: ceiling {span(ceilings)} GB/s, ranges over {len(ours)} rounds")
     print(
-        f"\n{mode} cache: ceiling {ceiling:.3f} GB/s (best of each, {len(timings) // len(names)} rounds)"
-    )
-    print(
-        f"  {'tool':20} {'wall GB/s':>10} {'work GB/s':>10} {'work/ceiling':>13} {'servekit is x faster':>21}"
+        f"  {'tool':28} {'wall GB/s':>13} {'work GB/s':>13} {'work/ceiling':>13} {'servekit x':>11}"
     )
     for name in names:
-        t = best(timings, name)
+        work = rates(timings, name)
+        wall = [t.wall_rate for t in timings if t.tool == name]
+        lead = [a / b for a, b in zip(ours, work, strict=True)]
         print(
-            f"  {name:20} {t.wall_rate:10.3f} {t.work_rate:10.3f} {t.work_rate / ceiling:13.2f} {t.work / ours.work:20.2f}x"
+            f"  {name:28} {span(wall):>13} {span(work):>13} "
+            f"{span([t.work_rate / t.ceiling for t in timings if t.tool == name], 2):>13} "
+            f"{span(lead, 2):>11}"
         )
 
 
 def run_mode(
-    mode: str, tree: Path, runners: dict[str, Runner], nbytes: int, hash_ceiling: float, rounds: int
+    mode: str, tree: Path, runners: dict[str, Runner], nbytes: int, cores: int, rounds: int
 ) -> None:
-    """Rounds of every tool, interleaved, so that a noisy moment hits all of them alike."""
+    """Rounds of every tool, interleaved, so that a noisy moment hits all of them alike;
+    the ceiling is measured again in each round, since the machine's load moves."""
     reset = (lambda: drop_caches()) if mode == "cold" else (lambda: None)
     if mode == "warm":
         warm(tree)
@@ -307,17 +314,20 @@ def run_mode(
     timings: list[Timing] = []
     for _ in range(rounds):
         disks.append(disk_rate(tree, mode, nbytes))
+        ceiling = min(disks[-1], cores * openssl_rate())
+        print(f"  {mode:4} ceiling this round {ceiling:.3f} GB/s", flush=True)
         for name, run in runners.items():
             reset()
             wall, work = run(reset)
-            timings.append(Timing(name, mode, wall, work, nbytes))
+            timings.append(Timing(name, mode, wall, work, nbytes, ceiling))
             print(
                 f"  {mode:4} {name:20} wall {timings[-1].wall_rate:6.3f} GB/s  work {timings[-1].work_rate:6.3f} GB/s",
                 flush=True,
             )
     disk = max(disks)
     print(f"  {mode:4} disk sequential read (dd), best of {rounds}: {disk:.3f} GB/s")
-    report(mode, min(disk, hash_ceiling), timings)
+    print(f"  load average now {os.getloadavg()[0]:.2f}")
+    report(mode, timings)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -326,7 +336,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument(
-        "--rounds", type=int, default=2, help="rounds per cache mode (best is kept)"
+        "--rounds", type=int, default=3, help="rounds per cache mode (each tool once a round)"
+    )
+    parser.add_argument(
+        "--warm-only",
+        action="store_true",
+        help="never drop the page cache (on a machine shared with others' work)",
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        help="leave out a tool (repeatable), e.g. 'hf cache verify'",
     )
     args = parser.parse_args(argv)
     size = int(args.size_gib * GiB)
@@ -369,12 +390,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(
                 "huggingface_hub has no cache verification (verify_repo_checksums): peer (c) skipped"
             )
-        modes = ["warm"] + (["cold"] if can_drop_caches() else [])
+        modes = ["warm"] + (["cold"] if not args.warm_only and can_drop_caches() else [])
         if "cold" not in modes:
-            print("cannot write /proc/sys/vm/drop_caches: cold-cache figures skipped")
-        runners = tools(tree, work / "PIN.json", env)
+            print("--warm-only, or /proc/sys/vm/drop_caches not writable: no cold-cache figures")
+        runners = {
+            name: run
+            for name, run in tools(tree, work / "PIN.json", env).items()
+            if name not in args.skip
+        }
         for mode in modes:
-            run_mode(mode, tree, runners, nbytes, per_core * cores, args.rounds)
+            run_mode(mode, tree, runners, nbytes, cores, args.rounds)
         print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     finally:
         if server is not None:

@@ -16,6 +16,7 @@ Exit codes (documented in ``docs/errors.md``):
 5     signing or key problem
 6     Hugging Face Hub problem (revision, token, network)
 7     benchmark run problem
+8     the command needs an optional part of servekit that is not installed (an extra)
 10    verification failed: a file differs from the manifest/pin
 11    verification failed: a file is missing
 12    verification failed: an unexpected extra file
@@ -85,6 +86,7 @@ __all__ = [
     "HubError",
     "IdempotencyConflictError",
     "LicenceRequiredError",
+    "MissingExtraError",
     "MissingFileError",
     "NotForSaleError",
     "NotFoundError",
@@ -295,6 +297,12 @@ class HubError(Error):
     """The Hugging Face Hub could not answer what was asked."""
 
     exit_code = 6
+
+
+class MissingExtraError(Error):
+    """The command needs a library of an extra that is not installed (``servekit.extras``)."""
+
+    exit_code = 8
 
 
 # --- benchmark harness --------------------------------------------------------

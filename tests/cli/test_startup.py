@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -22,16 +23,21 @@ PROBE = """
 import contextlib, io, sys
 from servekit.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-    main({argv!r})
+    status = main({argv!r})
+print(status, file=sys.stderr)
 heavy = {heavy!r}
 print(" ".join(sorted(m for m in sys.modules if m.startswith(heavy) or m.startswith("servekit.cli."))))
 """
 
 
-def _imported(argv: list[str]) -> set[str]:
-    code = PROBE.format(argv=argv, heavy=HEAVY)
+def _imported(
+    argv: list[str], heavy: tuple[str, ...] = HEAVY, *, status: int | None = None
+) -> set[str]:
+    """The heavy and CLI modules loaded by ``servekit ARGV`` (which must exit ``status``)."""
+    code = PROBE.format(argv=argv, heavy=heavy)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+    assert status is None or done.stderr.split()[-1] == str(status), done.stderr
     return set(done.stdout.split())
 
 
@@ -141,3 +147,64 @@ def test_help_and_argument_errors_load_no_library_not_even_pydantic(name: str) -
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []
+
+
+# What `verify weights` on a pin file must start without (issue 24: under 0.25 s): the
+# web app, the store, the Hub client, numpy, and servekit's kit, feed and package models
+VERIFY_HEAVY = (
+    "numpy",
+    "huggingface_hub",
+    "fastapi",
+    "starlette",
+    "sqlalchemy",
+    "httpx",
+    "yaml",
+    "cryptography",
+    "servekit.package.models",
+    "servekit.package.rules",
+    "servekit.receipts",
+    "servekit.feed",
+    "servekit.verify.kit",
+    "servekit.cli.verify_kit",
+    "servekit.cli.feed",
+    "servekit.cli.replay",
+)
+
+
+def _pinned_tree(tmp_path: Path) -> tuple[Path, Path]:
+    from servekit.cli.main import main
+
+    tree = tmp_path / "model"
+    tree.mkdir()
+    (tree / "config.json").write_text("{}")
+    assert main(["-q", "model", "digest", str(tree), "-o", str(tmp_path / "PIN.json")]) == 0
+    return tree, tmp_path / "PIN.json"
+
+
+VERIFY_WEIGHTS_MODULES = {
+    "servekit.cli.main",
+    "servekit.cli.verify",
+    "servekit.cli.verify_weights",
+    "servekit.cli.output",
+}
+
+
+def test_verify_weights_help_loads_no_heavy_module() -> None:
+    loaded = _imported(["verify", "weights", "--help"], VERIFY_HEAVY, status=0)
+    assert loaded == VERIFY_WEIGHTS_MODULES
+
+
+def test_a_one_file_verify_loads_no_heavy_module(tmp_path: Path) -> None:
+    tree, pin = _pinned_tree(tmp_path)
+    loaded = _imported(["verify", "weights", str(tree), "--pin", str(pin)], VERIFY_HEAVY, status=0)
+    assert loaded == VERIFY_WEIGHTS_MODULES
+
+
+def test_the_verify_group_still_lists_and_runs_every_subcommand() -> None:
+    from servekit.cli.verify import SUBCOMMANDS
+
+    verify: Any = load_command("verify")
+    assert verify.list_commands(None) == list(SUBCOMMANDS)
+    for name in SUBCOMMANDS:
+        assert verify.get_command(None, name).name == name
+    assert verify.get_command(None, "nothing") is None

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from servekit.weights.hashing import MAP_MIN_BYTES, READ_BUFFER, Hashed, HashMethod, hash_files
+from servekit.weights.hashing import (
+    MAP_MIN_BYTES,
+    READ_BUFFER,
+    Hashed,
+    HashMethod,
+    balanced_workers,
+    default_workers,
+    hash_files,
+)
 from servekit.weights.mapped import mapped_digest
 from servekit.weights.models import FileProblem, ProblemKind
 from servekit.weights.tree import LocalFile
@@ -51,6 +60,61 @@ def test_largest_files_go_first(tmp_path: Path) -> None:
     hash_files([_job(f) for f in files], workers=1, tracker=recorder, method=HashMethod.READ)
     assert recorder.amounts == [70_000, 5000, 300, 10, 1]
     assert READ_BUFFER > 70_000  # each file above was one read
+
+
+GB = 10**9
+
+
+@pytest.mark.parametrize(
+    ("sizes", "cores", "workers"),
+    [
+        ([GB] * 8, 2, 2),  # 4 files each: even
+        ([GB] * 8, 3, 4),  # 3 would give one core 3 files and another 2: 4 share evenly
+        ([GB] * 8, 16, 8),  # one worker per file at most
+        ([GB] * 3, 2, 3),
+        ([2 * GB] + [GB] * 3, 2, 3),  # 2 | 1+1 | 1: the lone 1 ends, then two cores for two
+        ([4 * GB] + [GB] * 4, 2, 2),  # the large one alone, the rest on the other core
+        ([GB] + [1000] * 5000, 2, 2),  # one big file among small ones: no worker can help
+        ([10**6] * 100 + [10**5] * 7, 4, 4),  # every file small against a core's share
+        ([], 4, 1),
+        ([0, 0, 0], 2, 2),
+        ([GB] * 2, 1, 1),
+    ],
+)
+def test_workers_keep_every_core_busy_to_the_end(
+    sizes: list[int], cores: int, workers: int
+) -> None:
+    assert balanced_workers(sizes, cores) == workers
+
+
+def test_balanced_workers_are_capped_per_core_and_quick_on_many_files() -> None:
+    assert balanced_workers([GB] * 9, 1) == 1  # one core: time-sharing gains nothing
+    assert balanced_workers([GB] * 100 + [GB // 3], 2) <= 8
+    sizes = [GB] * 9 + [1000] * 100_000  # the small files are poured, not placed one by one
+    assert balanced_workers(sizes, 8) == 9
+
+
+class Together(Recorder):
+    """Lets no file finish until ``parties`` files are being hashed at once."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=10)
+
+    def advance(self, amount: float) -> None:
+        self.barrier.wait()  # BrokenBarrierError when fewer workers run at once
+        super().advance(amount)
+
+
+def test_hash_files_runs_the_balanced_worker_count(tmp_path: Path) -> None:
+    # one more equal file than cores: one worker per core would leave all but one
+    # idle for the last file; every file is hashed at once instead
+    cores = default_workers()
+    files = [_write(tmp_path / f"f{i}", 1000, i) for i in range(cores + 1)]
+    assert balanced_workers([1000] * (cores + 1), cores) == cores + 1 or cores == 1
+    together = Together(balanced_workers([1000] * (cores + 1), cores))
+    results = hash_files([_job(f) for f in files], tracker=together, method=HashMethod.READ)
+    assert all(isinstance(r, Hashed) for r in results.values())
 
 
 class Meddler(Recorder):

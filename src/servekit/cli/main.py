@@ -6,7 +6,7 @@ import importlib
 import json
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import typer
@@ -41,7 +41,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def load_command(name: str) -> Any:
     """The click command Typer builds for the group or command ``name`` (imports it)."""
-    module, _, attribute = COMMANDS[name][0].partition(":")
+    return command_of(COMMANDS[name][0], name)
+
+
+def command_of(where: str, name: str) -> Any:
+    """The click command named ``name`` for the Typer app or function at ``module:attribute``
+    (imports it); a group's lazily loaded subcommands come through here too."""
+    module, _, attribute = where.partition(":")
     target = getattr(importlib.import_module(module), attribute)
     if isinstance(target, typer.Typer):
         target.rich_markup_mode = None  # plain help: wraps, never cuts a word to "…"
@@ -77,23 +83,34 @@ def _metavar(param: Any) -> str | None:
 
 
 def _name_values(command: Any) -> None:
-    """Give every parameter of ``command`` (and of its subcommands) a metavar."""
-    for sub in getattr(command, "commands", {}).values():
-        _name_values(sub)
+    """Give every parameter of ``command`` (and of its loaded subcommands) a metavar; a lazy
+    group's subcommand gets them when it loads (``command_of``)."""
+    for sub in dict.values(getattr(command, "commands", {})):  # never loads a lazy one
+        if sub is not None:
+            _name_values(sub)
     for param in command.params:
         param.metavar = _metavar(param) or param.metavar
 
 
-class _Commands(dict[str, Any]):
-    """The root's commands, each imported on first access (keys are there from the start)."""
+class LazyCommands(dict[str, Any]):
+    """A group's commands, each imported on first access (keys are there from the start):
+    the root's, and ``servekit.cli.verify``'s subcommands."""
+
+    def __init__(
+        self, eager: Mapping[str, Any], names: Iterable[str], load: Callable[[str], Any]
+    ) -> None:
+        super().__init__(eager)
+        for name in names:
+            self.setdefault(name, None)
+        self._load_command = load
 
     def loaded(self, name: str) -> bool:
         return super().get(name) is not None
 
     def _load(self, name: str) -> Any:
         value = super().get(name)
-        if value is None and name in COMMANDS:
-            value = load_command(name)
+        if value is None and name in self:
+            value = self._load_command(name)
             super().__setitem__(name, value)
         return value
 
@@ -118,11 +135,10 @@ class _LazyRoot(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         eager: Mapping[str, Any] = self.commands
-        self.lazy = _Commands(eager)
-        for name in COMMANDS:
-            self.lazy.setdefault(name, None)
+        self.lazy = LazyCommands(eager, COMMANDS, load_command)
         self.commands = self.lazy
         self._listing = False
+        self._invoked: str | None = None
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.lazy)  # names only: nothing is imported to list them
@@ -131,6 +147,21 @@ class _LazyRoot(TyperGroup):
         if self._listing and cmd_name in COMMANDS and not self.lazy.loaded(cmd_name):
             return TyperCommand(name=cmd_name, short_help=COMMANDS[cmd_name][1])
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        self._invoked = args[0] if args else None
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:  # a library of an extra that is not installed
+            from servekit.cli.extras import missing_extra
+
+            error = missing_extra(exc, self._invoked)
+            if error is None:
+                raise
+            raise error from exc
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True  # the listing needs each summary, not each module

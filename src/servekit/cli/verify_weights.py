@@ -105,7 +105,10 @@ def weights_command(
         False, "--fetch", help="Download the pinned commit into the Hugging Face cache first."
     ),
     workers: int | None = typer.Option(
-        None, "--workers", min=1, help="Hashing threads (default: every core)."
+        None,
+        "--workers",
+        min=1,
+        help="Hashing workers (default: every core, more when whole files would leave one idle).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     feed: Path | None = typer.Option(

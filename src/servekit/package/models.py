@@ -26,11 +26,12 @@ from pydantic import (
     model_validator,
 )
 
+from servekit.package.identifiers import GitCommit as GitCommit
+from servekit.package.identifiers import Sha256Hex as Sha256Hex
+from servekit.package.identifiers import TreeDigest as TreeDigest
+
 SCHEMA_VERSION = 1
 
-Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-TreeDigest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
-GitCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 ShortCommit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
 
 

@@ -22,25 +22,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from servekit import progress
 from servekit.errors import FileChangedError
-from servekit.package.files import PACKAGE_FILE, PIN_FILE
-from servekit.package.load import parse_package
-from servekit.package.models import ModelPin
-from servekit.receipts.keys import TrustStore
-from servekit.verify.archive import KitContents
-from servekit.verify.kit import verify_kit
 from servekit.weights.digest import tree_digest
 from servekit.weights.hashing import Hashed, hash_files
 from servekit.weights.models import FileProblem, PinnedFile, ProblemKind, WeightsPin
-from servekit.weights.package import package_pin, package_pin_of
 from servekit.weights.pinfile import read_pin
 from servekit.weights.problems import problems_error
 from servekit.weights.tree import LocalFile, TreeScan, scan_tree
+
+if TYPE_CHECKING:  # a kit or a package loads these; a pin file does not need them
+    from servekit.package.models import ModelPin
+    from servekit.receipts.keys import TrustStore
+    from servekit.verify.archive import KitContents
 
 
 class Stage(StrEnum):
@@ -79,6 +77,8 @@ def expected_from_pin_file(path: Path) -> Expected:
 
 def expected_from_package(directory: Path) -> Expected:
     """The expectation of a package: its pin file, else its ``model.tree_digest`` alone."""
+    from servekit.weights.package import package_pin  # the package's models and rules
+
     loaded, pin = package_pin(directory)
     name = f"package {directory}"
     return Expected.from_model(loaded.package.model, pin, name)
@@ -102,6 +102,11 @@ def expected_from_kit(path: Path, trust: TrustStore) -> Expected:
     The per-file pin is read where ``kit build`` puts it (``model/pin.json``), from the
     verified bytes; an unsigned or tampered kit is refused before its pin is believed.
     """
+    from servekit.package.files import PACKAGE_FILE, PIN_FILE  # the kit's verifier and models
+    from servekit.package.load import parse_package
+    from servekit.verify.kit import verify_kit
+    from servekit.weights.package import package_pin_of
+
     verified = verify_kit(path, trust)
     kit = verified.contents
     text = _kit_text(kit, PACKAGE_FILE)

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from servekit.package.models import GitCommit, Sha256Hex, TreeDigest
+from servekit.package.identifiers import GitCommit, Sha256Hex, TreeDigest
 from servekit.weights.digest import check_path, sort_key, tree_digest
 
 PIN_FORMAT = 1
