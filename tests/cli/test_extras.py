@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,17 +46,22 @@ sys.exit(main({argv!r}))
 """
 
 
-def _run(blocked: list[str], argv: list[str]) -> subprocess.CompletedProcess[str]:
+def _run(blocked: list[str], argv: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     code = PROBE.format(blocked=blocked, argv=argv)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
-def test_serve_without_the_web_extra_exits_8_with_the_pip_command() -> None:
-    done = _run(["sqlalchemy"], ["serve", "--help"])  # the store, under serve: [web] has it
+def test_serve_without_the_web_extra_exits_8_with_the_pip_command(tmp_path: Path) -> None:
+    # --help needs no library (tests/cli/test_startup.py); serving does, before it binds
+    done = _run(["sqlalchemy"], ["serve", "--port", "9"], cwd=tmp_path)  # [web] has the store
     assert done.returncode == 8, done.stderr
     assert "pip install 'servekit[web]'" in done.stderr and "Traceback" not in done.stderr
+    assert not list(tmp_path.iterdir())  # nothing written before the refusal
 
 
-def test_a_missing_module_of_the_core_stays_a_bug() -> None:
-    done = _run(["jsonschema"], ["kit", "--help"])  # the core's own: a broken install
+def test_a_missing_module_of_the_core_stays_a_bug(tmp_path: Path) -> None:
+    argv = ["kit", "build", str(tmp_path), "--key", str(tmp_path / "k"), "-o", "x.tar.gz"]
+    done = _run(["jsonschema"], argv, cwd=tmp_path)  # the core's own: a broken install
     assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr

@@ -183,6 +183,7 @@ def _pinned_tree(tmp_path: Path) -> tuple[Path, Path]:
 
 VERIFY_WEIGHTS_MODULES = {
     "servekit.cli.main",
+    "servekit.cli.coerce",
     "servekit.cli.verify",
     "servekit.cli.verify_weights",
     "servekit.cli.output",

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from servekit.cli.output import fail, plain, print_json, stdout
-from servekit.cli.verify_kit import identity_line
 from servekit.errors import Error, UsageError
 
 if TYPE_CHECKING:  # the verifier loads when weights are checked, not for --help
@@ -19,7 +18,6 @@ if TYPE_CHECKING:  # the verifier loads when weights are checked, not for --help
 def _expected(
     pin: Path | None, package: Path | None, kit: Path | None, trust: Path | None
 ) -> Expected:
-    from servekit.receipts.keys import load_trust_store
     from servekit.verify.weights import (
         expected_from_kit,
         expected_from_package,
@@ -42,6 +40,8 @@ def _expected(
             "--kit needs --trust: the kit is verified before its pin is believed",
             hint="pass the publisher's servekit.pub or your trust file with --trust",
         )
+    from servekit.receipts.keys import load_trust_store  # a pin file needs no trust store
+
     return expected_from_kit(kit, load_trust_store(trust, bare_key=True))
 
 
@@ -134,21 +134,25 @@ def weights_command(
     it must be the feed of the kit's or package's publisher (with a bare --pin, name it
     with --publisher).
     """
-    from servekit.cli.feed import hold_against_feed
     from servekit.verify.weights import check_weights
 
     expected = _expected(pin, package, kit, trust)
     if expected.package is not None and not as_json:
+        from servekit.cli.verify_kit import identity_line
+
         stdout.print(identity_line(*expected.package))
-    hold_against_feed(
-        feed,
-        _feed_trust(feed, trust),
-        feed_state,
-        kit=kit,
-        package=package,
-        model=(expected.repo, expected.commit),
-        publisher=publisher,
-    )
+    if feed is not None:  # else neither the feed nor a trust store loads (start-up)
+        from servekit.cli.feed import hold_against_feed
+
+        hold_against_feed(
+            feed,
+            _feed_trust(feed, trust),
+            feed_state,
+            kit=kit,
+            package=package,
+            model=(expected.repo, expected.commit),
+            publisher=publisher,
+        )
     report = check_weights(_directory(directory, fetch, expected), expected, workers=workers)
     if not as_json:
         render_weights(report)

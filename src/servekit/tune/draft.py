@@ -188,7 +188,7 @@ def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Co
         {"topic": "other", "subject": "tuning", "title": "What the tuner searched, and what it did not",
          "text": f"servekit tune ({config.method.value}) searched {searched} on {config.engine}, "
                  f"{len(candidates)} candidates measured once each, stock first ({len(failed)} failed to "
-                 f"start or to serve; their reasons are in evidence/search-log.json), in {seconds:.0f} s of a "
+                 f"start or to serve; their reasons are in the package's search log, search-log.json beside its evidence), in {seconds:.0f} s of a "
                  f"{config.budget_s:g} s budget, engine restarts included. Not searched: "
                  f"{', '.join(others) or 'nothing else in servekit schema'}, and every flag outside it. "
                  "The search runs chose a candidate and are kept as evidence; no figure rests on them."},

@@ -32,7 +32,10 @@ LOAD_FLAGS: Final[dict[str, frozenset[str]]] = {
 NEUTRAL_ENV: Final = frozenset(
     {"CUDA_VISIBLE_DEVICES", "HF_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE",
      "HF_HUB_CACHE", "TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE", "NCCL_DEBUG", "PATH",
-     "HOME", "TMPDIR"}
+     "HOME", "TMPDIR",
+     # the simulator's host-noise draw (servekit tune seeds one per engine start): a
+     # property of the simulated host, like another machine, not of the served configuration
+     "SERVEKIT_SIM_NOISE_SEED"}
 )  # fmt: skip
 
 NAMING_FLAGS: Final = frozenset(

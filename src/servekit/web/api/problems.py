@@ -21,6 +21,7 @@ TYPE_PREFIX = "urn:servekit:problem:"
 # most specific first: the first class an error is an instance of decides its status
 STATUS: tuple[tuple[type[errors.Error], int], ...] = (
     (errors.StoreNotFoundError, 404),
+    (errors.NotFoundError, 404),  # a catalog page or file that is not there
     (errors.AuthenticationError, 401),
     (errors.TooManySignInsError, 429),
     (errors.PermissionDeniedError, 403),

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict
 
 from servekit.store.db import Store
-from servekit.web.api.problems import ProblemRoute
+from servekit.web.api.problems import ProblemRoute, responses
 from servekit.web.api.routes import PREFIX
 from servekit.web.keys import store_key, trust_file
 from servekit.web.pages import render
@@ -69,15 +69,7 @@ class Keys(BaseModel):
     trust_file: str
 
 
-@api.get(
-    "/keys",
-    responses={
-        404: {
-            "description": "The store has no signing key yet (problem+json)",
-            "content": {"application/problem+json": {}},
-        }
-    },
-)
+@api.get("/keys", responses=responses(404))  # 404: the store has no signing key yet
 def list_keys(request: Request) -> Keys:
     """The store's signing keys: key id, PEM, and the publishers and packages each signs."""
     key = store_key(_store(request))
