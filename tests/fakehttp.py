@@ -26,9 +26,13 @@ class QuietHandler(BaseHTTPRequestHandler):
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """Serve ``handler`` on a free loopback port for the block; yields the base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
-        server.shutdown()
+        # shutdown() waits for serve_forever to notice: when the block is left at interpreter
+        # exit, the daemon thread is already gone and that wait would never end
+        if thread.is_alive():
+            server.shutdown()
         server.server_close()

@@ -398,6 +398,8 @@ def world(
     finally:
         proc.terminate()
         proc.wait(10)
+        while _TRUST_SERVERS:  # stopped while their threads run, not at interpreter exit
+            _TRUST_SERVERS.pop().close()
 
 
 def _strict(text: str) -> Any:
