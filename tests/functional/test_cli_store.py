@@ -23,13 +23,15 @@ import httpx
 import pytest
 import uvicorn
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from servekit.cli.main import main
 from servekit.config import load_settings
 from servekit.store.checkout import confirm, create_quote
-from servekit.store.db import open_store
+from servekit.store.db import Store, open_store
 from servekit.store.models import OrderKind, Subscription
 from servekit.store.payments import SandboxProvider
+from servekit.store.results import Principal
 from servekit.web.api.app import context_from_settings, create_api_app
 from tests.functional.helpers import EXAMPLES
 from tests.store.conftest import Backend, Packages, backend, key, member, packages, publish_one
@@ -160,15 +162,20 @@ def _buy_through_the_api(
     assert code == 39 and "404" in out
 
 
+def _bought(s: Session, store: Store, packages: Packages, key: Path) -> tuple[Principal, int]:
+    """test-priced 1.0.0 published and bought by acme's member: who bought, and the order."""
+    publish_one(packages.priced, key, store.kits_dir, s)
+    who = member(s, "acme")
+    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
+    return who, confirm(who, quote.id, "buy", provider=SandboxProvider(), session=s).id
+
+
 def test_renew_due_renews_a_subscription_whose_period_ended(
     env: Path, packages: Packages, key: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = open_store(load_settings())
     with store.transaction() as s:
-        publish_one(packages.priced, key, store.kits_dir, s)
-        who = member(s, "acme")
-        bought = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
-        confirm(who, bought.id, "buy", provider=SandboxProvider(), session=s)
+        who, _ = _bought(s, store, packages, key)  # maintenance adds to a purchase
         quote = create_quote(who, "test-priced", None, OrderKind.SUBSCRIPTION, session=s)
         confirm(who, quote.id, "sub", provider=SandboxProvider(), session=s)
         sub = s.scalars(select(Subscription)).one()
@@ -189,10 +196,7 @@ def test_store_refund_refunds_part_then_the_rest_once(
 ) -> None:
     store = open_store(load_settings())
     with store.transaction() as s:
-        publish_one(packages.priced, key, store.kits_dir, s)
-        who = member(s, "acme")
-        quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=s)
-        order = confirm(who, quote.id, "k", provider=SandboxProvider(), session=s).id
+        _, order = _bought(s, store, packages, key)
     store.engine.dispose()
     refund = ("store", "refund", str(order), "--reason", "goodwill")
     code, out = run(capsys, *refund, "--amount-cents", "1000")
