@@ -1,0 +1,56 @@
+"""The example kits keep their bytes through refactors: each is rebuilt and compared with its recorded digest.
+
+The digests in tests/assets/example_kit_digests.json were taken from kits built before the
+moves of issue 24 (verify in memory, the store's payments, the web room, the seams). A change
+that alters a kit on purpose (a rule message, a README line) re-records them with
+``python -m tests.kit.test_golden_kits --update`` and says why in its commit; a refactor never does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from servekit.kit.build import build_kit
+from tests.kit.helpers import EXAMPLES, PACKAGE_DIR, ROOT, private_key
+
+DIGESTS = ROOT / "tests" / "assets" / "example_kit_digests.json"
+SIGNED_AT = dt.datetime(2026, 12, 1, 18, tzinfo=dt.UTC)  # after every example's date
+PACKAGES = {p.name: p for p in [PACKAGE_DIR, *EXAMPLES]}
+
+
+def kit_digest(package_dir: Path, workdir: Path) -> str:
+    """The sha256 of the kit built from ``package_dir`` with the test publisher key at SIGNED_AT."""
+    archive = build_kit(package_dir, private_key("publisher", workdir), signed_at=SIGNED_AT).archive
+    return hashlib.sha256(archive).hexdigest()
+
+
+def recorded() -> dict[str, str]:
+    return dict(json.loads(DIGESTS.read_text()))
+
+
+def test_every_example_has_a_recorded_digest() -> None:
+    assert sorted(recorded()) == sorted(PACKAGES)
+
+
+@pytest.mark.parametrize("name", sorted(PACKAGES))
+def test_the_kit_is_byte_identical_to_the_recorded_one(name: str, tmp_path: Path) -> None:
+    assert kit_digest(PACKAGES[name], tmp_path) == recorded()[name], (
+        f"the kit of {name} changed bytes; if on purpose, re-record with "
+        "`python -m tests.kit.test_golden_kits --update` and say why in the commit"
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python -m tests.kit.test_golden_kits --update")
+    with tempfile.TemporaryDirectory() as work:
+        table = {name: kit_digest(path, Path(work)) for name, path in sorted(PACKAGES.items())}
+    DIGESTS.write_text(json.dumps(table, indent=2) + "\n")
+    print(f"recorded {len(table)} kit digests in {DIGESTS.relative_to(ROOT)}")
