@@ -56,11 +56,12 @@ os.write(2, ("\nAUDIT " + json.dumps({"code": code, **report}) + "\n").encode())
 """
 
 
-def _run(tmp_path: Path, *options: str) -> tuple[dict[str, object], str]:
+def _run(tmp_path: Path, args: list[str]) -> tuple[dict[str, object], str]:
+    """Run ``servekit ARGS`` in the empty ``work`` directory with an empty ``TMPDIR``;
+    only ``state`` may be written in."""
     work, tmp, state = (tmp_path / name for name in ("work", "tmp", "state"))
     for directory in (work, tmp, state):
-        directory.mkdir()
-    args = ["verify", "kit", str(KIT), "--trust", str(PUB), *options]
+        directory.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
     env["SERVEKIT_CACHE_DIR"] = str(state)  # where a default would go, allowed like the state
     done = subprocess.run(
@@ -74,20 +75,19 @@ def _run(tmp_path: Path, *options: str) -> tuple[dict[str, object], str]:
     return report, done.stdout + done.stderr
 
 
-def _feed(tmp_path: Path) -> Path:
+def _feed(tmp_path: Path) -> list[str]:
+    """``--feed`` and ``--feed-state`` options: a feed issued now that revokes nothing."""
     issued = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)  # the command reads the clock
-    return write_feed(tmp_path / "feed.json", private_key("publisher", tmp_path), issued=issued)
+    feed = write_feed(tmp_path / "feed.json", private_key("publisher", tmp_path), issued=issued)
+    return ["--feed", str(feed), "--feed-state", str(tmp_path / "state" / "feed-state.json")]
 
 
 @pytest.mark.parametrize("with_feed", [False, True], ids=["plain", "feed"])
 def test_verify_kit_reads_the_archive_once_and_writes_nothing(
     tmp_path: Path, with_feed: bool
 ) -> None:
-    options = []
-    if with_feed:
-        state = tmp_path / "state" / "feed-state.json"
-        options = ["--feed", str(_feed(tmp_path)), "--feed-state", str(state)]
-    report, text = _run(tmp_path, *options)
+    options = _feed(tmp_path) if with_feed else []
+    report, text = _run(tmp_path, ["verify", "kit", str(KIT), "--trust", str(PUB), *options])
     assert report["code"] == 0, text
     assert "✓ verified" in text and "figures, recomputed from the kit's evidence" in text
     if with_feed:
@@ -95,3 +95,21 @@ def test_verify_kit_reads_the_archive_once_and_writes_nothing(
         assert (tmp_path / "state" / "feed-state.json").is_file()  # the one write it owes
     assert report["kit_opens"] == 1, text  # one read, so one decompression
     assert report["writes"] == [], text
+
+
+def test_verify_weights_holds_the_verified_kit_against_the_feed(tmp_path: Path) -> None:
+    """The kit is read once for its pin and for the feed check; the missing model directory
+    then stops the command (exit 2), after both."""
+    args = ["verify", "weights", str(tmp_path / "no-model"), "--kit", str(KIT)]
+    report, text = _run(tmp_path, [*args, "--trust", str(PUB), *_feed(tmp_path)])
+    assert "nothing here is revoked" in text and "not a directory" in text
+    assert (report["code"], report["kit_opens"], report["writes"]) == (2, 1, []), text
+
+
+def test_replay_plans_from_the_verified_kit(tmp_path: Path) -> None:
+    """``bench replay`` verifies, plans from those bytes, then finds no endpoint (exit 7)."""
+    out = tmp_path / "state" / "replay"  # its output is the one place it writes
+    args = ["bench", "replay", str(KIT), "--trust", str(PUB), "--out", str(out)]
+    report, text = _run(tmp_path, [*args, "--endpoint", "http://127.0.0.1:9", "--timeout", "5"])
+    assert "did not answer a probe request" in text
+    assert (report["code"], report["kit_opens"], report["writes"]) == (7, 1, []), text
