@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import tracemalloc
 from collections.abc import Sequence
@@ -30,11 +31,13 @@ from servekit.feed import (
 from servekit.feed.models import BadEngine, BadModel, RetractedFigure, Retraction, RevokedPackage
 from servekit.feed.sign import load_feed_source, parse_duration
 from servekit.feed.state import read_state
+from servekit.package.models import Package
 from servekit.receipts.canonical import canonical_json
 from servekit.receipts.dsse import b64decode, b64encode
 from servekit.receipts.keys import load_public_key, load_signing_key, load_trust_store
 from servekit.receipts.signing import sign_payload
 from servekit.receipts.trust import Scope, render_trust_file
+from servekit.verify.kit import verify_kit
 from tests.assets.make_kit_fixtures import private_key
 from tests.functional.helpers import ROOT
 
@@ -47,6 +50,12 @@ NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 TRUST = load_trust_store(PUB, bare_key=True)
 # publisher.pub speaks for "servekit tests" (kit-fixture), untrusted.pub for "Someone Else"
 GRANTS = load_trust_store(ROOT / "tests" / "assets" / "keys" / "trust.toml")
+
+
+@functools.cache
+def kit_pkg() -> Package:
+    """KIT's package as ``verify kit`` hands it to the feed check: parsed once, verified."""
+    return verify_kit(KIT, TRUST).package
 
 
 def revoked(version: str = "1.0.0") -> RevokedPackage:
@@ -141,13 +150,13 @@ def test_a_revoked_version_is_refused_with_its_reason(
     with pytest.raises(
         RevokedError, match=r"revokes package kit-fixture 1\.0\.0: wrong flags"
     ) as info:
-        check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), feed, TRUST, state_path=state, now=NOW)
     assert info.value.exit_code == 54 and "https://x/1" in str(info.value.actual)
 
 
 def test_another_version_passes(tmp_path: Path, key: Path, state: Path) -> None:
     feed = write_feed(tmp_path / "feed.json", key, [revoked("0.9.0")])
-    assert check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW).retracted == ()
+    assert check_kit_feed(kit_pkg(), feed, TRUST, state_path=state, now=NOW).retracted == ()
 
 
 @pytest.mark.parametrize(
@@ -163,7 +172,7 @@ def test_a_bad_engine_or_model_commit_is_refused(
 ) -> None:
     feed = write_feed(tmp_path / "feed.json", key, [entry])
     with pytest.raises(RevokedError, match=entry.reason):
-        check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), feed, TRUST, state_path=state, now=NOW)
 
 
 def test_an_engine_of_another_name_or_version_passes(
@@ -174,7 +183,7 @@ def test_an_engine_of_another_name_or_version_passes(
         BadEngine(name="vllm", version="0.11.1", reason="r", date=DAY),
     ]
     feed = write_feed(tmp_path / "feed.json", key, entries)
-    check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW)
+    check_kit_feed(kit_pkg(), feed, TRUST, state_path=state, now=NOW)
 
 
 def test_a_retracted_figure_is_returned_not_refused(tmp_path: Path, key: Path, state: Path) -> None:
@@ -183,7 +192,7 @@ def test_a_retracted_figure_is_returned_not_refused(tmp_path: Path, key: Path, s
     )
     other = entry.model_copy(update={"version": "2.0.0"})
     feed = write_feed(tmp_path / "feed.json", key, [entry, other])
-    assert check_kit_feed(KIT, feed, TRUST, state_path=state, now=NOW).retracted == (entry,)
+    assert check_kit_feed(kit_pkg(), feed, TRUST, state_path=state, now=NOW).retracted == (entry,)
 
 
 def test_an_expired_feed_is_refused(tmp_path: Path, key: Path, state: Path) -> None:
@@ -204,7 +213,7 @@ def test_an_older_serial_is_refused_after_a_newer_one(
         old, TRUST, publisher=PUBLISHER, state_path=state, now=NOW
     )  # the same feed again is fine
     with pytest.raises(RevokedError):
-        check_kit_feed(KIT, new, TRUST, state_path=state, now=NOW)  # recorded, then revokes
+        check_kit_feed(kit_pkg(), new, TRUST, state_path=state, now=NOW)  # recorded, then revokes
     with pytest.raises(FeedRollbackError, match="older serial") as info:
         verify_feed(old, TRUST, publisher=PUBLISHER, state_path=state, now=NOW)
     assert info.value.exit_code == 53 and "serial 5" in str(info.value.expected)
@@ -333,7 +342,11 @@ def test_a_weights_pin_with_its_kit_or_package_is_held_against_the_package_too(
     tmp_path: Path, key: Path, state: Path, source: str
 ) -> None:
     feed = _current_feed(tmp_path / "feed.json", key, [revoked()])
-    where = {"kit": KIT} if source == "kit" else {"package_dir": ROOT / "tests/assets/kit_package"}
+    where = (
+        {"kit": kit_pkg()}
+        if source == "kit"
+        else {"package_dir": ROOT / "tests/assets/kit_package"}
+    )
     with pytest.raises(RevokedError, match=r"revokes package kit-fixture 1\.0\.0"):
         check_weights_feed(feed, TRUST, state_path=state, model=(None, None), **where)
 
@@ -356,13 +369,13 @@ def test_another_trusted_publishers_feed_is_refused_not_read_as_nothing_revoked(
     """The kit publisher's revoking feed swapped for another trusted publisher's current one."""
     revoking = write_feed(tmp_path / "revoking.json", key, [revoked()])
     with pytest.raises(RevokedError):
-        check_kit_feed(KIT, revoking, GRANTS, state_path=tmp_path / "s1.json", now=NOW)
+        check_kit_feed(kit_pkg(), revoking, GRANTS, state_path=tmp_path / "s1.json", now=NOW)
     substitute = write_feed(
         tmp_path / "other.json", private_key("untrusted", tmp_path), publisher="Someone Else"
     )
     verify_feed(substitute, GRANTS, publisher="Someone Else", state_path=state, now=NOW)  # valid
     with pytest.raises(FeedSignatureError, match="another publisher's") as info:
-        check_kit_feed(KIT, substitute, GRANTS, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), substitute, GRANTS, state_path=state, now=NOW)
     assert "'servekit tests'" in str(info.value.expected)
     assert "'Someone Else'" in str(info.value.actual)
 
@@ -373,12 +386,12 @@ def test_a_key_cannot_sign_a_feed_in_another_publishers_name(
     """Someone Else's key raising "servekit tests"' serial: refused, and the state untouched."""
     forged = write_feed(tmp_path / "forged.json", private_key("untrusted", tmp_path), serial=10**12)
     with pytest.raises(FeedSignatureError, match="may not speak for its publisher") as info:
-        check_kit_feed(KIT, forged, GRANTS, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), forged, GRANTS, state_path=state, now=NOW)
     assert "28cc044b" in str(info.value.expected)  # the key that is granted
     assert not state.exists()  # a refused feed moves no serial
     real = write_feed(tmp_path / "real.json", key, [revoked()], serial=2)
     with pytest.raises(RevokedError):  # accepted (no rollback), and it revokes
-        check_kit_feed(KIT, real, GRANTS, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), real, GRANTS, state_path=state, now=NOW)
     mark = read_state(state).last("seen", PUBLISHER)
     assert mark is not None and mark.serial == 2
 
@@ -389,7 +402,7 @@ def test_a_bare_key_speaks_only_for_the_publisher_the_command_names(
     """With one bare key, a feed that key signed in another publisher's name is refused."""
     other = write_feed(tmp_path / "other.json", key, publisher="Someone Else")
     with pytest.raises(FeedSignatureError, match="another publisher's"):
-        check_kit_feed(KIT, other, TRUST, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), other, TRUST, state_path=state, now=NOW)
     bare = TRUST.grants[next(iter(TRUST.keys))]
     assert not bare.speaks_for(PUBLISHER)  # unscoped, a bare key speaks for no feed
     assert TRUST.scoped(PUBLISHER).grants[next(iter(TRUST.keys))].speaks_for(PUBLISHER)
@@ -400,7 +413,7 @@ def test_a_pin_alone_needs_the_publisher_named(tmp_path: Path, key: Path, state:
     with pytest.raises(UsageError, match="names no publisher"):
         check_weights_feed(feed, TRUST, state_path=state, model=MODEL)
     with pytest.raises(UsageError, match="is not the publisher of kit-fixture"):
-        check_weights_feed(feed, TRUST, state_path=state, model=MODEL, kit=KIT, publisher="x")
+        check_weights_feed(feed, TRUST, state_path=state, model=MODEL, kit=kit_pkg(), publisher="x")
 
 
 def test_a_huge_feed_is_refused_without_being_read_whole(tmp_path: Path, state: Path) -> None:
@@ -435,8 +448,8 @@ def test_a_key_granted_other_packages_cannot_vouch_for_this_one(
     trust = load_trust_store(trust_file)
     narrow = write_feed(tmp_path / "narrow.json", private_key("untrusted", tmp_path), serial=9)
     with pytest.raises(FeedSignatureError, match="may not speak for the package checked"):
-        check_kit_feed(KIT, narrow, trust, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), narrow, trust, state_path=state, now=NOW)
     assert not state.exists()
     real = write_feed(tmp_path / "real.json", key, [revoked()], serial=2)
     with pytest.raises(RevokedError):
-        check_kit_feed(KIT, real, trust, state_path=state, now=NOW)
+        check_kit_feed(kit_pkg(), real, trust, state_path=state, now=NOW)

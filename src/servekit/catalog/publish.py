@@ -28,6 +28,7 @@ from servekit.catalog.cards import Card
 from servekit.catalog.pages import Catalog, Entry, load_entry
 from servekit.package.load import LoadedPackage
 from servekit.package.models import Package
+from servekit.package.source import DirectorySource
 
 PUBLISHED = "published"
 GENERATION = "GENERATION"
@@ -86,7 +87,8 @@ def _stored(path: Path) -> Entry:
         stored = StoredEntry.model_validate_json(path.read_bytes())
     except ValidationError:  # stored by another servekit version: check the copy again
         return load_entry(path.parent)
-    return Entry(loaded=LoadedPackage(root=path.parent, package=stored.package), card=stored.card)
+    loaded = LoadedPackage(package=stored.package, source=DirectorySource(path.parent))
+    return Entry(loaded=loaded, card=stored.card)
 
 
 def load_published(home: Path) -> Catalog:

@@ -11,6 +11,7 @@ from servekit.cli.output import plain, print_json, stderr, stdout
 from servekit.seams import output_file
 
 if TYPE_CHECKING:  # the feed library loads when a command runs, not for --help
+    from servekit.package.models import Package
     from servekit.receipts.keys import TrustStore
 
 app = typer.Typer(
@@ -71,7 +72,7 @@ def hold_against_feed(
     trust: TrustStore,
     feed_state: Path | None,
     *,
-    kit: Path | None = None,
+    kit: Package | None = None,
     package: Path | None = None,
     model: tuple[str | None, str | None] | None = None,
     publisher: str | None = None,
@@ -80,7 +81,8 @@ def hold_against_feed(
 
     With ``model`` (``verify weights``) the model commit is held against the feed, and
     the kit's or package's version and engine when one is given; else the kit's package.
-    The feed must be the kit's (package's, ``publisher``'s) own publisher's.
+    The feed must be the kit's (package's, ``publisher``'s) own publisher's. ``kit`` is
+    the package of a kit already verified (parsed from the verified bytes, not re-read).
     """
     if feed is None:
         return

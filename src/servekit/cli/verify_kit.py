@@ -81,7 +81,7 @@ def kit_command(
     try:
         trusted = load_trust_store(trust, bare_key=True)
         result = verify_kit(kit, trusted, expect=wanted)
-        hold_against_feed(feed, trusted, feed_state, kit=kit)
+        hold_against_feed(feed, trusted, feed_state, kit=result.package)
     except VerificationError as exc:
         if as_json:
             print_json(failure_dict(exc))

@@ -148,7 +148,7 @@ def weights_command(
             feed,
             _feed_trust(feed, trust),
             feed_state,
-            kit=kit,
+            kit=expected.kit,
             package=package,
             model=(expected.repo, expected.commit),
             publisher=publisher,

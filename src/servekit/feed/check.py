@@ -58,8 +58,6 @@ from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import TrustStore
 from servekit.receipts.signing import verify_envelope
 from servekit.seams import problem_text
-from servekit.verify.archive import read_kit
-from servekit.verify.contents import kit_package
 
 MAX_FEED_BYTES = MAX_RECEIPT_BYTES
 """A feed is read like a receipt: at most a megabyte, and never more than one byte past it."""
@@ -296,12 +294,17 @@ def check_package(feed: Feed, package: Package) -> tuple[RetractedFigure, ...]:
 
 
 def check_kit_feed(
-    kit: Path, feed: Path, trust: TrustStore, *, state_path: Path, now: dt.datetime | None = None
+    package: Package,
+    feed: Path,
+    trust: TrustStore,
+    *,
+    state_path: Path,
+    now: dt.datetime | None = None,
 ) -> FeedCheck:
     """Verify the kit publisher's ``feed`` and hold the kit's package against it
     (``verify kit --feed``): a feed of another publisher is refused, not read as "nothing
-    revoked"."""
-    package = kit_package(read_kit(kit))
+    revoked". ``package`` is the one ``verify_kit`` parsed from the verified bytes
+    (:attr:`~servekit.verify.kit.KitVerification.package`), never the kit read again."""
     verified = verify_feed(
         feed,
         trust,
@@ -337,7 +340,7 @@ def check_weights_feed(
     *,
     state_path: Path,
     model: tuple[str | None, str | None],
-    kit: Path | None = None,
+    kit: Package | None = None,
     package_dir: Path | None = None,
     publisher: str | None = None,
     now: dt.datetime | None = None,
@@ -346,8 +349,9 @@ def check_weights_feed(
 
     The feed must be the publisher's of the kit or package the pin came from (their
     version and engine build are held against it too), or of ``publisher`` for a bare pin.
+    ``kit`` is a verified kit's package (:attr:`~servekit.verify.kit.KitVerification.package`).
     """
-    package = kit_package(read_kit(kit)) if kit else None
+    package = kit
     if package_dir is not None:
         package = load_package(package_dir).package
     repo, commit = model

@@ -20,6 +20,7 @@ server sent none (``usage_source`` says which).
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from collections.abc import Iterable
@@ -31,6 +32,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.errors import EvidenceError
+from servekit.package.source import DirectorySource, FileSource
 from servekit.seams import validation_problems
 
 FORMAT_V1: Literal["servekit.bench/v1"] = "servekit.bench/v1"
@@ -345,8 +347,19 @@ def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
 
 def load_evidence(path: Path) -> Evidence:
     """Load one evidence file, raising :class:`EvidenceError` with the line on failure."""
+    return read_evidence(DirectorySource(path.parent), path.name)
+
+
+def read_evidence(source: FileSource, relative: str) -> Evidence:
+    """Load the evidence file ``relative`` of a package's ``source`` (its directory or a
+    verified kit's bytes); messages name ``source.where(relative)``.
+
+    The bytes are decoded as reading the file in text mode does (UTF-8, universal
+    newlines), so a file reads the same, line for line, from a directory or a kit."""
+    path = source.where(relative)
     try:
-        with path.open(encoding="utf-8") as fh:
+        data = source.read_bytes(relative)
+        with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8") as fh:
             return parse_evidence(path, fh)
     except FileNotFoundError as exc:
         raise EvidenceError(

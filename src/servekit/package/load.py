@@ -5,6 +5,10 @@ Steps:
      no duplicate keys, bounded depth, every value error with its line);
   3. validate against :class:`~servekit.package.models.Package`;
   4. check every path it names exists inside the directory.
+
+The files are read through a :class:`~servekit.package.source.FileSource`: a directory
+(:func:`load_package`), or the verified bytes of a kit (:func:`loaded_from`, which
+``verify kit`` calls with the package it parsed from those bytes).
 """
 
 from __future__ import annotations
@@ -18,17 +22,26 @@ from pydantic import ValidationError
 from servekit.errors import PackageError, PackageFileError, PackageSchemaError, SchemaProblem
 from servekit.package.files import PACKAGE_FILE, Role, check_distinct_runs, package_files
 from servekit.package.models import Package
+from servekit.package.source import DirectorySource, FileSource
 from servekit.seams import YamlErrorFactory, field_problems, parse_yaml
 
 
 @dataclass(frozen=True)
 class LoadedPackage:
-    """A validated package and the directory it was loaded from."""
+    """A validated package and the source its files are read from."""
 
-    root: Path
     package: Package
+    source: FileSource
+
+    @property
+    def root(self) -> Path:
+        """The package directory (only a package loaded from one has it)."""
+        if not isinstance(self.source, DirectorySource):
+            raise TypeError(f"{self.package.id} was loaded from memory, not from a directory")
+        return self.source.root
 
     def path(self, relative: str) -> Path:
+        """A file's path in the package directory (see :attr:`root`)."""
         return self.root / relative
 
 
@@ -87,22 +100,28 @@ def referenced_files(package: Package) -> list[tuple[str, str]]:
     return [(f.field, f.path) for f in package_files(package) if f.role is not Role.DEFINITION]
 
 
-def _check_files(root: Path, package: Package) -> None:
-    resolved_root = root.resolve()
+def _check_files(source: FileSource, package: Package) -> None:
     for field, relative in referenced_files(package):
-        target = (root / relative).resolve()
-        if not target.is_relative_to(resolved_root):
+        if source.inside(relative) is None:
             raise PackageFileError(
                 f"{field} points outside the package directory: {relative}",
-                path=root / PACKAGE_FILE,
+                path=source.where(PACKAGE_FILE),
                 hint="every file a package names must live inside its directory",
             )
-        if not target.is_file():
+        if not source.is_file(relative):
             raise PackageFileError(
                 f"{field} names a file that does not exist: {relative}",
-                path=root / PACKAGE_FILE,
-                hint=f"add {root / relative} or correct the path",
+                path=source.where(PACKAGE_FILE),
+                hint=f"add {source.where(relative)} or correct the path",
             )
+
+
+def loaded_from(package: Package, source: FileSource) -> LoadedPackage:
+    """A parsed ``package`` whose files are read from ``source``, once it is known that
+    its runs name distinct files and that every file it names is there (step 4)."""
+    check_distinct_runs(package, source.where(PACKAGE_FILE))
+    _check_files(source, package)
+    return LoadedPackage(package=package, source=source)
 
 
 def load_package(directory: Path | str) -> LoadedPackage:
@@ -122,7 +141,4 @@ def load_package(directory: Path | str) -> LoadedPackage:
         ) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise PackageFileError(f"cannot read: {exc}", path=manifest) from exc
-    package = parse_package(manifest, text)
-    check_distinct_runs(package, manifest)
-    _check_files(root, package)
-    return LoadedPackage(root=root, package=package)
+    return loaded_from(parse_package(manifest, text), DirectorySource(root))

@@ -3,7 +3,7 @@
 Steps:
   1. verify the kit offline against the trust store (:func:`servekit.verify.kit.verify_kit`);
   2. read its package and, per workload, the publisher's run header (model name and
-     arrival rate as recorded);
+     arrival rate as recorded), from the bytes step 1 verified (the kit is read once);
   3. plan one harness run per workload, exactly as recorded: API, prompt-token range,
      output tokens, concurrencies, warmups, measured requests, seed;
   4. run each with the existing harness (:func:`servekit.bench.runner.run_benchmark`),
@@ -38,8 +38,7 @@ from servekit.replay.models import (
     ReplayHeader,
     WorkloadReplay,
 )
-from servekit.verify.archive import KitContents, read_kit
-from servekit.verify.contents import kit_package
+from servekit.verify.archive import KitContents
 from servekit.verify.kit import KitVerification, verify_kit
 
 
@@ -137,8 +136,7 @@ def run_config(
 def prepare_replay(options: ReplayOptions) -> ReplayPlan:
     """Steps 1-3: verify the kit and plan one harness run per chosen workload."""
     verified = verify_kit(options.kit, options.trust)  # 1
-    kit = read_kit(options.kit)  # 2
-    package = kit_package(kit)
+    kit, package = verified.contents, verified.package  # 2: the verified bytes
     chosen, skipped = _selected(package, options.workloads)  # 3
     configs = tuple(
         (w, run_config(options, package, w, recorded_header(kit, package, w.id))) for w in chosen

@@ -1,9 +1,9 @@
 """Re-run the claim rules on a kit's own evidence and hold the receipt to the result.
 
 The one call into the claim rules is :func:`servekit.package.check` (kept in this one
-place). The kit's package files are written to a temporary directory at the paths
-``package.yaml`` names (the inverse of where ``kit build`` put them), loaded as a
-package, and checked. The receipt must record zero violations, the rules must find none
+place). The rules read the kit's package files from the verified bytes in memory, at the
+paths ``package.yaml`` names (the inverse of where ``kit build`` put them): nothing is
+written to disk and nothing is read again. The receipt must record zero violations, the rules must find none
 now, and each figure the receipt records must be the one recomputed here; the figures a
 verifier prints are the recomputed ones.
 """
@@ -11,17 +11,15 @@ verifier prints are the recomputed ones.
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 
 from servekit.errors import ClaimRecheckError
-from servekit.package import CheckReport, check, load_package
-from servekit.package.files import RECEIPT_FILE, package_sources
+from servekit.package import CheckReport, check
+from servekit.package.files import RECEIPT_FILE
 from servekit.package.models import Package
 from servekit.receipts.models import FigureRecord, Statement
 from servekit.receipts.statement import figure_records
-from servekit.verify.unpack import write_files
+from servekit.verify.contents import kit_loaded
 
 HINT = "the receipt's figures are not carried by the kit's evidence; do not rely on them"
 
@@ -33,11 +31,9 @@ def _refuse(message: str, expected: str, actual: str) -> ClaimRecheckError:
 
 
 def run_rules(files: Mapping[str, bytes], package: Package) -> CheckReport:
-    """The claim rules on the kit's package files, laid out as the package had them."""
-    sources = {relative: files[kit_path] for kit_path, relative in package_sources(package)}
-    with tempfile.TemporaryDirectory(prefix="servekit-recheck-") as tmp:
-        write_files(sources, Path(tmp) / "package")
-        return check(load_package(Path(tmp) / "package"))
+    """The claim rules on the kit's package files (``files``: the verified bytes, by kit
+    path), read in memory at the paths the package names."""
+    return check(kit_loaded(files, package))
 
 
 def _same(a: float | None, b: float | None) -> bool:

@@ -21,6 +21,11 @@ subclass, naming the file, the expected and the actual value):
  10. the claim rules, re-run on the kit's evidence, find no violation and recompute every
      figure the receipt records (:mod:`servekit.verify.claims`).
 
+The kit is read once (step 1) and ``package.yaml`` parsed once (step 8); every later
+step, the claim rules included, reads those verified bytes in memory and writes nothing.
+The result carries them (:attr:`KitVerification.contents` and ``.package``) for replay
+and the feed check, which never read the kit's path again.
+
 This module never imports the kit builder: a verifier must stand on its own.
 """
 
@@ -69,7 +74,8 @@ from servekit.verify.unpack import write_files
 
 @dataclass(frozen=True)
 class KitVerification:
-    """What a verified kit holds, for the report."""
+    """What a verified kit holds: the report, and the verified bytes and package that
+    replay and the feed check use (they never read the kit again)."""
 
     source: str
     package_id: str
@@ -83,6 +89,7 @@ class KitVerification:
     simulator: bool
     figures: tuple[FigureRecord, ...]
     contents: KitContents = dataclasses.field(repr=False, compare=False)
+    package: Package = dataclasses.field(repr=False, compare=False)  # parsed from contents
     signed_at: dt.datetime | None = None  # the receipt's; None in receipts from before it
 
     def as_dict(self) -> dict[str, Any]:
@@ -403,6 +410,7 @@ def verify_contents(
         simulator=statement.predicate.simulator,
         figures=figures,
         contents=kit,
+        package=package,
         signed_at=statement.predicate.signed_at,
     )
 

@@ -36,7 +36,7 @@ from servekit.weights.problems import problems_error
 from servekit.weights.tree import LocalFile, TreeScan, scan_tree
 
 if TYPE_CHECKING:  # a kit or a package loads these; a pin file does not need them
-    from servekit.package.models import ModelPin
+    from servekit.package.models import ModelPin, Package
     from servekit.receipts.keys import TrustStore
     from servekit.verify.archive import KitContents
 
@@ -60,6 +60,8 @@ class Expected:
     commit: str | None = None
     package: tuple[str, str, str] | None = None
     """(id, version, publisher) of the verified kit the pin came from."""
+    kit: Package | None = None
+    """That kit's package as verified (the feed check holds it, never the kit re-read)."""
 
     @classmethod
     def from_pin(cls, pin: WeightsPin, source: str) -> Expected:
@@ -102,21 +104,17 @@ def expected_from_kit(path: Path, trust: TrustStore) -> Expected:
     The per-file pin is read where ``kit build`` puts it (``model/pin.json``), from the
     verified bytes; an unsigned or tampered kit is refused before its pin is believed.
     """
-    from servekit.package.files import PACKAGE_FILE, PIN_FILE  # the kit's verifier and models
-    from servekit.package.load import parse_package
+    from servekit.package.files import PIN_FILE  # the kit's verifier and models
     from servekit.verify.kit import verify_kit
     from servekit.weights.package import package_pin_of
 
     verified = verify_kit(path, trust)
-    kit = verified.contents
-    text = _kit_text(kit, PACKAGE_FILE)
-    assert text is not None  # verify_kit has required and parsed it
-    model = parse_package(Path(PACKAGE_FILE), text).model
-    pin_text = _kit_text(kit, PIN_FILE)
+    model = verified.package.model  # parsed once, from the verified bytes
+    pin_text = _kit_text(verified.contents, PIN_FILE)
     pin = None if pin_text is None else package_pin_of(model, pin_text, f"{path}:{PIN_FILE}")
     expected = Expected.from_model(model, pin, f"kit {path}")
     identity = (verified.package_id, verified.version, verified.publisher)
-    return dataclasses.replace(expected, package=identity)
+    return dataclasses.replace(expected, package=identity, kit=verified.package)
 
 
 class WeightsReport(BaseModel):

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from servekit.package.evidence import Evidence, ServeConfig, load_evidence
+from servekit.package.evidence import Evidence, ServeConfig, read_evidence
 from servekit.package.load import LoadedPackage
 from servekit.package.models import (
     DisclosureTopic,
@@ -51,7 +51,7 @@ class Context:
         if run is None or not run.current:
             return None
         if run_id not in self._evidence:
-            self._evidence[run_id] = load_evidence(self.loaded.path(run.file))
+            self._evidence[run_id] = read_evidence(self.loaded.source, run.file)
         return self._evidence[run_id]
 
     def runs_with_evidence(self) -> Iterator[tuple[str, Run, Evidence]]:

@@ -117,9 +117,8 @@ def _own_record(ctx: Context, relative: str | None) -> bool:
     not its definition or a licence standing in for a log."""
     if not relative:
         return False
-    root = ctx.loaded.root.resolve()
-    path = ctx.loaded.path(relative).resolve()
-    if not path.is_relative_to(root) or not path.is_file() or path.stat().st_size == 0:
+    source = ctx.loaded.source
+    inside = source.inside(relative)
+    if inside is None or not source.is_file(relative) or source.size(relative) == 0:
         return False
-    inside = path.relative_to(root)
     return inside.parts[0] not in (LICENSES_DIR, PACKAGE_FILE) and inside.name != PACKAGE_FILE

@@ -28,7 +28,7 @@ def _pin_problem(ctx: Context) -> str | None:
                     "rest on cannot be recomputed")  # fmt: skip
         return None  # reported figures only: nothing here was measured on these bytes
     try:
-        pin = json.loads(ctx.loaded.path(model.files).read_text(encoding="utf-8"))
+        pin = json.loads(ctx.loaded.source.read_bytes(model.files).decode("utf-8"))
         files = pin["files"]
         digest = listing_digest(files)
         total = sum(int(f["size"]) for f in files)

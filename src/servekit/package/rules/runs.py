@@ -276,7 +276,7 @@ def _load(ctx: Context, where: str, f: Figure, run_id: str, count: int, tol: flo
 
 
 def _file_digest(ctx: Context, run: Run) -> str:
-    return hashlib.sha256(ctx.loaded.path(run.file).read_bytes()).hexdigest()
+    return hashlib.sha256(ctx.loaded.source.read_bytes(run.file)).hexdigest()
 
 
 @rule(
