@@ -42,7 +42,7 @@ from servekit.store.audit import audit
 from servekit.store.checkout import confirm, create_quote
 from servekit.store.db import Store, make_engine, migrate
 from servekit.store.models import Entitlement, Order, OrderKind, Role, Workspace
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.store.publishing import publish
 from servekit.store.results import Principal
 
@@ -156,7 +156,7 @@ def worker(
 ) -> tuple[float, float]:
     """One server process: its own engine and pool, ``buyers`` threads (as a uvicorn worker
     has its own). ``phase`` is "confirm" (work: principal, quote id) or "plain" (row ids)."""
-    logging.getLogger("servekit.store.payments").setLevel(logging.ERROR)
+    logging.getLogger("servekit.store.providers").setLevel(logging.ERROR)
     store = Store(engine=make_engine(url), home=home)
     provider = SandboxProvider()
     try:

@@ -32,7 +32,7 @@ from sqlalchemy import event, text
 from store_checkout import _buy, fresh_url, setup
 
 from servekit.store.db import Store, make_engine, migrate
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 
 WARM_UP = 20
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -11,6 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from servekit.errors import UsageError
 
 ENV_PREFIX = "SERVEKIT_"
+
+
+class ProviderName(StrEnum):
+    """The store's payment providers, by the value ``SERVEKIT_PAYMENT_PROVIDER`` takes.
+
+    Defined here because settings import no area (tests/test_layers.py); the store's
+    name for it is :class:`servekit.store.providers.ProviderName`, where each provider's
+    adapter lives.
+    """
+
+    SANDBOX = "sandbox"
+    STRIPE = "stripe"
 
 
 class Settings(BaseModel):
@@ -49,8 +62,8 @@ class Settings(BaseModel):
         ge=0,
         description="Price at or above which a version needs a signed licence before purchase.",
     )
-    payment_provider: str = Field(
-        default="sandbox",
+    payment_provider: ProviderName = Field(
+        default=ProviderName.SANDBOX,
         description="Payment provider of the store: 'sandbox' (no money moves) or 'stripe'.",
     )
     stripe_api_key: str | None = Field(default=None, description="Stripe secret API key.")

@@ -30,7 +30,7 @@ from servekit.config import load_settings
 from servekit.store.checkout import confirm, create_quote
 from servekit.store.db import Store, open_store
 from servekit.store.models import OrderKind, Subscription
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.store.results import Principal
 from servekit.web.api.app import context_from_settings, create_api_app
 from tests.functional.helpers import EXAMPLES

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from servekit.store import accounts
 from servekit.store.db import Store, make_engine, migrate
 from servekit.store.models import Role
+from servekit.store.providers import ProviderName, SandboxProvider
 from servekit.store.publishing import publish
 from servekit.store.results import Principal
 
@@ -216,3 +217,24 @@ def member(session: Session, slug: str, role: Role = Role.OWNER) -> Principal:
         accounts.add_member(wid, uid, role, session=session)
     session.flush()
     return accounts.principal_for_user(uid, slug, session=session)
+
+
+class StripeLikeProvider(SandboxProvider):
+    """The sandbox under Stripe's name, so orders carry Stripe-shaped references; it
+    records the refunds it is asked for."""
+
+    name = ProviderName.STRIPE
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refunds: list[tuple[str, int]] = []
+
+    def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
+        return (
+            "pi_"
+            + super().charge(amount_cents, currency, idempotency_key=idempotency_key, memo=memo)[8:]
+        )
+
+    def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
+        self.refunds.append((payment_ref, amount_cents))
+        return "re_1"

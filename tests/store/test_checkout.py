@@ -44,7 +44,7 @@ from servekit.store.models import (
     Role,
     utcnow,
 )
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import ProviderName, SandboxProvider
 from servekit.store.publishing import get_version, retract
 from servekit.store.renewals import due_subscriptions, renew_subscription
 from servekit.store.results import OrderInfo, Principal
@@ -349,7 +349,7 @@ def test_the_quote_warns_before_buying_what_maintenance_delivered(
 class LiveProvider:
     """A provider that is not a test one; checkout must refuse before charging it."""
 
-    name = "stripe"
+    name = ProviderName.STRIPE
 
     def charge(self, amount_cents: int, currency: str, *, idempotency_key: str, memo: str) -> str:
         raise AssertionError("a placeholder kit was charged")

@@ -27,7 +27,7 @@ from servekit.store.models import (
     Refund,
     Subscription,
 )
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.store.results import OrderInfo, Principal
 from tests.store.conftest import Packages, member, publish_one
 from tests.store.test_checkout import _sign
@@ -184,8 +184,7 @@ def _refund_worker(url: str, home: str, job: tuple[str, str], gate: Any, out: An
     from servekit.config import load_settings
     from servekit.store import operator
     from servekit.store.db import make_engine
-    from servekit.store.payments import handle_stripe_webhook
-    from tests.store.test_payments import SECRET, _refund_event, _signed
+    from tests.store.test_webhooks import SECRET, _refund_event, _signed, handle_stripe_webhook
 
     kind, arg = job
     store = Store(engine=make_engine(url), home=Path(home))
@@ -217,7 +216,7 @@ def test_refunds_racing_in_several_processes_reverse_one_payment_once(
     the operator's "already refunded"."""
     import multiprocessing
 
-    from tests.store.test_payments import StripeLikeProvider
+    from tests.store.conftest import StripeLikeProvider
 
     who = _setup(fresh_store, packages, key, packages.priced)
     ctx = multiprocessing.get_context("fork")

@@ -23,7 +23,7 @@ from servekit.store.checkout import QUOTE_TTL, confirm
 from servekit.store.db import Store, database_url, make_engine, migrate, open_store
 from servekit.store.diagram import mermaid
 from servekit.store.models import Base, OrderKind, PackageVersion, Quote, Refund, utcnow
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.store.publishing import publication_state
 from tests.store.conftest import Backend, Packages, member, publish_one
 

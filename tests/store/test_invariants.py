@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from servekit.store.checkout import confirm, create_quote
 from servekit.store.models import OrderKind
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.store.publishing import get_version
 from servekit.store.results import Principal
 from tests.store.conftest import Packages, member, publish_one

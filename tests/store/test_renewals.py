@@ -17,7 +17,7 @@ from servekit.store.audit import audit
 from servekit.store.checkout import PERIOD, confirm, create_quote, refund_order
 from servekit.store.entitlements import cancel_subscription, download, list_entitlements
 from servekit.store.models import JournalEntry, OrderKind, Renewal, RenewalOutcome, Subscription
-from servekit.store.payments import PaymentProvider, SandboxProvider, StripeProvider
+from servekit.store.providers import PaymentProvider, SandboxProvider, StripeProvider
 from servekit.store.publishing import get_version
 from servekit.store.renewals import due_subscriptions, renew_subscription
 from servekit.store.results import EntitlementInfo, OrderInfo, Principal, RenewalInfo

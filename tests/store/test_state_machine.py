@@ -40,7 +40,7 @@ from servekit.store.models import (
     Subscription,
     utcnow,
 )
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.store.publishing import latest_version, retract
 from servekit.store.renewals import due_subscriptions, renew_subscription
 from servekit.store.results import OrderInfo, Principal, RenewalInfo

@@ -11,7 +11,7 @@ import pytest
 import stripe
 
 from servekit.errors import PaymentError
-from servekit.store.payments import StripeProvider
+from servekit.store.providers import StripeProvider
 from tests.fakehttp import QuietHandler, serving
 
 

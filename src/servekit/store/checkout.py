@@ -12,10 +12,11 @@ Nothing is charged before confirm. Confirm, step by step (one transaction):
   4. a version that requires a licence needs the workspace's signature for it; 2, 3 and
      4 are read in one statement, which also takes the ids of the rows to write;
   5. charge through the provider with the key (price 0: no charge and no journal entry);
-  6. write the order, the sale's journal entry and postings, the entitlement (the
-     database refuses a licensed one without its signature), the subscription for
-     maintenance and an outbox message: one INSERT on PostgreSQL, one per table on
-     SQLite; then seal the entry (the database refuses it unless it balances).
+  6. write the order, the entitlement (the database refuses a licensed one without its
+     signature), the subscription for maintenance, an outbox message and the sale's
+     journal entry, which the ledger writes and seals (:func:`servekit.store.ledger.record`:
+     one INSERT on PostgreSQL, one per table on SQLite, then the seal, which the
+     database refuses unless the entry balances).
 
 Refunds lock the order row, record each refund (and its reversal entry) once, never more
 than is left of the order, and revoke the entitlement only with the refund that completes
@@ -50,9 +51,9 @@ from servekit.errors import (
     StoreNotFoundError,
 )
 from servekit.receipts.canonical import canonical_json
-from servekit.store import ledger
+from servekit.store import ledger, outbox
 from servekit.store.accounts import require_buyer
-from servekit.store.db import Rows, insert_rows, next_id
+from servekit.store.db import Rows, next_id
 from servekit.store.entitlements import downloadable, entitlement_row, licence_gate
 from servekit.store.licences import latest_signature
 from servekit.store.models import (
@@ -69,16 +70,15 @@ from servekit.store.models import (
     Workspace,
     utcnow,
 )
+from servekit.store.providers import TEST_PROVIDERS as TEST_PROVIDERS  # the pages read it here
 from servekit.store.publishing import get_version, latest_version
 from servekit.store.results import OrderInfo, Principal, QuoteInfo, VersionInfo
 
 if TYPE_CHECKING:
-    from servekit.store.payments import PaymentProvider
+    from servekit.store.providers import PaymentProvider
 
 QUOTE_TTL = dt.timedelta(hours=1)
 PERIOD = dt.timedelta(days=365)
-TEST_PROVIDERS = frozenset({"sandbox"})
-"""Payment providers that charge nothing: buying through them is a test purchase."""
 MAINTENANCE_RULE = (
     "Maintenance is an add-on to a version you bought: it cannot be bought alone. While it "
     "runs, each newer version the publisher releases is delivered to the workspace; "
@@ -443,7 +443,7 @@ def _facts_query(dialect: str) -> Select[Any]:
             subscription,
             latest_signature(ws, Quote.version_id).scalar_subquery(),
             next_id(ORDERS, dialect),
-            next_id(ledger.ENTRIES, dialect),
+            ledger.next_entry_id(dialect),
             next_id(ENTITLEMENTS, dialect),
         )
         .join(PackageVersion, PackageVersion.id == Quote.version_id)
@@ -484,9 +484,10 @@ def confirm(
     """Charge once and grant the entitlement (steps in the module doc).
 
     Four statements after BEGIN on PostgreSQL, in Core: the lock, the facts, one INSERT
-    of every row (order, journal entry and postings, entitlement, subscription, outbox)
-    and the seal of the journal entry; on SQLite no lock and one INSERT per table. The
-    ORM's unit of work cost more than the database did.
+    of every row (order, entitlement, subscription, outbox, journal entry and postings)
+    and the seal of the journal entry (both by :func:`servekit.store.ledger.record`); on
+    SQLite no lock and one INSERT per table. The ORM's unit of work cost more than the
+    database did.
     """
     require_buyer(principal)
     digest = _request_sha(quote_id)
@@ -528,16 +529,19 @@ def confirm(
         created_at=now,
     )
     writes: list[tuple[Table, Rows]] = [
-        (ORDERS, [_order_row(principal, quote_id, idempotency_key, digest, facts, order)])
+        (ORDERS, [_order_row(principal, quote_id, idempotency_key, digest, facts, order)]),
+        *_grant_rows(principal.workspace_id, facts, order),
     ]
-    if payment_ref is not None:
-        writes += ledger.sale_rows(
-            facts.entry_id, order.id, order.amount_cents, order.currency, provider.name, now
-        )
-    writes += _grant_rows(principal.workspace_id, facts, order)
-    insert_rows(session, writes)
-    if payment_ref is not None:
-        ledger.seal(facts.entry_id, session=session)
+    sale = (
+        [
+            ledger.sale_entry(
+                facts.entry_id, order.id, order.amount_cents, order.currency, provider.name, now
+            )
+        ]
+        if payment_ref is not None
+        else []
+    )
+    ledger.record(sale, with_rows=writes, session=session)  # 6
     return order
 
 
@@ -646,13 +650,9 @@ def _refund(
         ent.revoked_at = row.created_at
         ent.revoke_reason = f"refunded: {reason}"
     if notify and entry_id is not None:
-        payload = {
-            "provider": order.provider,
-            "payment_ref": order.payment_ref,
-            "amount_cents": amount,
-            "key": f"servekit:refund:{order.id}:{row.id}",
-        }
-        session.add(OutboxMessage(topic="provider.refund", payload=payload))
+        assert order.provider is not None and order.payment_ref is not None  # entry_id
+        key = f"servekit:refund:{order.id}:{row.id}"
+        outbox.queue_refund(order.provider, order.payment_ref, amount, key, session=session)
     session.flush()
     return order_info(order, session=session)
 

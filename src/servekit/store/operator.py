@@ -15,7 +15,8 @@ from servekit.store import accounts, checkout, licences, publishing, renewals
 from servekit.store.audit import audit
 from servekit.store.db import Store, migrate, open_store
 from servekit.store.models import Role, utcnow
-from servekit.store.payments import drain_outbox, provider_from_settings
+from servekit.store.outbox import drain_outbox
+from servekit.store.providers import provider_from_settings
 from servekit.store.results import (
     AuditReport,
     NewToken,

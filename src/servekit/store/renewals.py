@@ -35,7 +35,7 @@ from servekit.store.models import (
 from servekit.store.results import RenewalInfo
 
 if TYPE_CHECKING:
-    from servekit.store.payments import PaymentProvider
+    from servekit.store.providers import PaymentProvider
 
 
 def _due(now: dt.datetime) -> list[ColumnElement[bool]]:

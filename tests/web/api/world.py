@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from servekit.store import accounts
 from servekit.store.db import Store
-from servekit.store.payments import SandboxProvider
+from servekit.store.providers import SandboxProvider
 from servekit.web.api import ApiContext, create_api_app
 from tests.store.conftest import Packages, publish_one
 

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from servekit import __version__
 from servekit.config import Settings
 from servekit.store.db import open_store
-from servekit.store.payments import provider_from_settings
+from servekit.store.providers import provider_from_settings, webhook_secret
 from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import internal_error
 from servekit.web.api.routes import api_router
@@ -41,5 +41,5 @@ def context_from_settings(settings: Settings) -> ApiContext:
     return ApiContext(
         store=open_store(settings),
         provider=provider_from_settings(settings),
-        webhook_secret=settings.stripe_webhook_secret,
+        webhook_secret=webhook_secret(settings),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from servekit.store.db import Store
-from servekit.store.payments import PaymentProvider
+from servekit.store.providers import PaymentProvider
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from servekit.errors import AuthenticationError, StoreNotFoundError
-from servekit.store import accounts, checkout, entitlements, licences, publishing
+from servekit.store import accounts, checkout, entitlements, licences, publishing, webhooks
 from servekit.store.models import Clause, OrderKind
-from servekit.store.payments import WebhookResult, handle_stripe_webhook
+from servekit.store.providers import WEBHOOK_PROVIDERS, ProviderName
 from servekit.store.results import (
     EntitlementInfo,
     KitDownload,
@@ -32,6 +32,7 @@ from servekit.store.results import (
     TokenInfo,
     VersionInfo,
 )
+from servekit.store.webhooks import WebhookResult
 from servekit.web import fields, signin
 from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import ProblemRoute, responses
@@ -180,14 +181,25 @@ def _public_routes(router: APIRouter, ctx: ApiContext) -> None:
             p = accounts.principal_for_token(_bearer(authorization), session=s)
             return Me(workspace=p.workspace, role=p.role.value, user_id=p.user_id)
 
-    @router.post("/webhooks/stripe", responses=responses(400, 409, 413))
-    async def stripe_webhook(
-        request: Request, stripe_signature: Annotated[str | None, Header()] = None
-    ) -> WebhookResult:
-        """A Stripe event, verified with the webhook secret and applied once."""
+    for provider in WEBHOOK_PROVIDERS:
+        _webhook_route(router, ctx, provider)
+
+
+def _webhook_route(router: APIRouter, ctx: ApiContext, provider: ProviderName) -> None:
+    """``/webhooks/<provider>``: the path a provider was given, named by the store's enum."""
+
+    @router.post(
+        f"/webhooks/{provider.value}",
+        name=f"{provider.value}_webhook",
+        responses=responses(400, 409, 413),
+    )
+    async def webhook(request: Request) -> WebhookResult:
+        """A provider's event, verified with the webhook secret and applied once."""
         payload = await request.body()
         with ctx.store.transaction() as s:
-            return handle_stripe_webhook(payload, stripe_signature, ctx.webhook_secret, session=s)
+            return webhooks.receive(
+                provider, payload, request.headers, ctx.webhook_secret, session=s
+            )
 
 
 def _buying_routes(router: APIRouter, ctx: ApiContext) -> None:
