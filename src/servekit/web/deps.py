@@ -6,7 +6,9 @@ here read it back. A route asks for what it needs by type: the open store
 cache (:data:`SourceDep`, :data:`PagesDep`), who the session cookie says is signed in
 (:data:`MemberDep`) or what bearer token the API request carries (:data:`BearerDep`).
 
-The member and the bearer are resolved in the route's own transaction (their
+The dependency functions are ``async``: they only read what the app holds, so FastAPI
+calls them on the event loop rather than handing each to a worker thread. The member and
+the bearer are resolved in the route's own transaction (their
 ``transaction`` methods), not before it: the route's form or body is checked first (a
 malformed request is a 422 whoever sends it), and the identity check and the change it
 allows are one transaction.
@@ -41,29 +43,35 @@ def install(app: FastAPI, ctx: ApiContext) -> None:
     app.state.store = ctx.store  # for tests that open the store an app serves
 
 
-def api_context(request: Request) -> ApiContext:
+def services(request: Request) -> ApiContext:
+    """What :func:`install` put on the app (the one reader of it; plain, for the page
+    frame and the signing-key notice, which render outside a route's signature)."""
     ctx: ApiContext = request.app.state.api
     return ctx
+
+
+async def api_context(request: Request) -> ApiContext:
+    return services(request)
 
 
 ContextDep = Annotated[ApiContext, Depends(api_context)]
 
 
-def store(ctx: ContextDep) -> Store:
+async def store(ctx: ContextDep) -> Store:
     return ctx.store
 
 
 StoreDep = Annotated[Store, Depends(store)]
 
 
-def provider(ctx: ContextDep) -> PaymentProvider:
+async def provider(ctx: ContextDep) -> PaymentProvider:
     return ctx.provider
 
 
 ProviderDep = Annotated[PaymentProvider, Depends(provider)]
 
 
-def catalog_source(request: Request) -> CatalogSource:
+async def catalog_source(request: Request) -> CatalogSource:
     source: CatalogSource = request.app.state.catalog
     return source
 
@@ -71,7 +79,7 @@ def catalog_source(request: Request) -> CatalogSource:
 SourceDep = Annotated[CatalogSource, Depends(catalog_source)]
 
 
-def page_cache(request: Request) -> PageCache:
+async def page_cache(request: Request) -> PageCache:
     cache: PageCache = request.app.state.pages
     return cache
 
@@ -79,7 +87,7 @@ def page_cache(request: Request) -> PageCache:
 PagesDep = Annotated[PageCache, Depends(page_cache)]
 
 
-def device_key(request: Request) -> str:
+async def device_key(request: Request) -> str:
     """The key that signs the sign-in device cookies (:mod:`servekit.web.signin`)."""
     key: str = request.app.state.device_key
     return key
@@ -116,7 +124,7 @@ class Member:
             yield s, accounts.principal_for_user(uid, workspace, session=s)
 
 
-def member(request: Request, store: StoreDep) -> Member:
+async def member(request: Request, store: StoreDep) -> Member:
     token = request.session.get(SESSION_TOKEN)
     return Member(store, token if isinstance(token, str) else None)
 
@@ -163,7 +171,7 @@ class Bearer:
 Authorization = Annotated[str | None, Header(description="Bearer session or API token.")]
 
 
-def bearer(store: StoreDep, authorization: Authorization = None) -> Bearer:
+async def bearer(store: StoreDep, authorization: Authorization = None) -> Bearer:
     return Bearer(store, authorization)
 
 

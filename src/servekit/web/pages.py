@@ -23,7 +23,7 @@ from servekit.catalog.text import finalize
 from servekit.store.checkout import MAINTENANCE_RULE, PLACEHOLDER_RULE, TEST_PROVIDERS
 from servekit.web.api.problems import Problem
 from servekit.web.contexts import ErrorPage, PageContext
-from servekit.web.deps import SESSION_TOKEN, api_context
+from servekit.web.deps import SESSION_TOKEN, services
 from servekit.web.links import LiveLinks
 from servekit.web.sessions import CSRF_FIELD, csrf_token
 
@@ -90,7 +90,7 @@ class Frame:
 
 def test_mode(request: Request) -> bool:
     """True when payments go to the sandbox provider: nothing real is charged."""
-    provider = api_context(request).provider  # the provider dependency's own source
+    provider = services(request).provider
     return str(getattr(provider, "name", "")) in TEST_PROVIDERS
 
 

@@ -62,8 +62,8 @@ def _refused(request: Request, context: contexts.FormPage) -> HTMLResponse:
 def _signing(request: Request) -> contexts.Signing:
     """The store's key id and address, for the pages that lead to a download: each shows
     the key id to compare out of band and the trust file to verify the kit with."""
-    store = deps.store(deps.api_context(request))  # the store dependency's own source
-    return contexts.Signing(key_id=store_key_id(store), origin=str(request.base_url).rstrip("/"))
+    key_id = store_key_id(deps.services(request).store)
+    return contexts.Signing(key_id=key_id, origin=str(request.base_url).rstrip("/"))
 
 
 def safe_next(path: str, default: str = "/account") -> str:
