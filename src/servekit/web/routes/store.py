@@ -6,10 +6,11 @@ Each handler parses the form, calls store services in one transaction, and redir
 (POST, then redirect, then GET: reloading a page never repeats a change). A refused form
 is rendered again with the message beside it and every input kept, passwords excepted.
 Who is signed in is the store session token kept in the signed session cookie, checked
-against the database on every request, so signing out anywhere ends it everywhere. Every
-form carries the CSRF token (checked by :class:`~servekit.web.sessions.CSRFProtect`
-before a handler runs), and every page here is per-session: ``Cache-Control: no-store``,
-never the page cache.
+against the database on every request, so signing out anywhere ends it everywhere
+(:data:`~servekit.web.deps.MemberDep`); each page renders its own frozen context
+(:mod:`servekit.web.contexts`). Every form carries the CSRF token (checked by
+:class:`~servekit.web.sessions.CSRFProtect` before a handler runs), and every page here is
+per-session: ``Cache-Control: no-store``, never the page cache.
 """
 
 from __future__ import annotations
