@@ -160,6 +160,9 @@ class Error(Exception):
     """Base class of every error servekit raises on purpose."""
 
     exit_code: int = 1
+    status: int = 500
+    """The HTTP status both web front ends answer with (the HTML pages and the API's
+    problem+json read it): 500 unless a class says otherwise."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -176,6 +179,7 @@ class UsageError(Error):
     """An option or argument is wrong."""
 
     exit_code = 2
+    status = 422
 
 
 # --- package definition (loading) -------------------------------------------
@@ -185,6 +189,7 @@ class PackageError(Error):
     """The package definition or one of its files cannot be used."""
 
     exit_code = 3
+    status = 422
 
 
 class PackageFileError(PackageError):
@@ -265,6 +270,7 @@ class ClaimRuleError(Error):
     """One or more claims in the package are not carried by its evidence."""
 
     exit_code = 4
+    status = 422
 
     def __init__(self, violations: Sequence[ClaimViolation]) -> None:
         body = [
@@ -584,6 +590,7 @@ class NotFoundError(Error):
     """A page, package version or file the web app was asked for does not exist."""
 
     exit_code = 40
+    status = 404
 
 
 class ServeError(Error):
@@ -596,6 +603,7 @@ class TooManySignInsError(Error):
     """Too many failed sign-ins for this account, or for many accounts from this address."""
 
     exit_code = 42
+    status = 429
 
     def __init__(self, message: str, *, retry_after: int, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -616,12 +624,14 @@ class StoreNotFoundError(StoreError):
     """No such package, version, workspace, quote or entitlement (or not visible to you)."""
 
     exit_code = 31
+    status = 404
 
 
 class StoreConflictError(StoreError):
     """The request conflicts with what the store has recorded."""
 
     exit_code = 32
+    status = 409
 
 
 class AlreadyOwnedError(StoreConflictError):
@@ -634,36 +644,42 @@ class IdempotencyConflictError(StoreConflictError):
     """An idempotency key was reused for a different request."""
 
     exit_code = 32
+    status = 422
 
 
 class LicenceRequiredError(StoreError):
     """The version needs a signed enterprise licence before it can be bought."""
 
     exit_code = 33
+    status = 403
 
 
 class AuthenticationError(StoreError):
     """Not signed in, a wrong password, or an unknown or revoked token."""
 
     exit_code = 34
+    status = 401
 
 
 class PermissionDeniedError(StoreError):
     """Signed in, but the member's role does not allow this."""
 
     exit_code = 35
+    status = 403
 
 
 class PaymentError(StoreError):
     """The payment provider refused or failed."""
 
     exit_code = 36
+    status = 402
 
 
 class WebhookSignatureError(PaymentError):
     """A webhook's signature does not verify with the configured secret."""
 
     exit_code = 36
+    status = 400
 
 
 class AuditError(StoreError):
@@ -677,6 +693,7 @@ class NotForSaleError(StoreError):
     ``store publish`` was given a draft, which is never sold."""
 
     exit_code = 38
+    status = 410
 
 
 class DownloadError(StoreError):

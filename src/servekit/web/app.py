@@ -31,11 +31,20 @@ from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
 from servekit.catalog.text import inert
 from servekit.config import Settings, load_settings
-from servekit.errors import AuthenticationError, Error, NotFoundError, TooManySignInsError
+from servekit.errors import AuthenticationError, Error
 from servekit.web.api.app import context_from_settings
-from servekit.web.api.problems import TYPE_PREFIX, internal_error, problem, status_of
-from servekit.web.api.routes import PREFIX, api_router
+from servekit.web.api.problems import (
+    TYPE_PREFIX,
+    Problem,
+    internal_error,
+    problem,
+    problem_of,
+    retry_headers,
+)
+from servekit.web.api.routes import PREFIX
+from servekit.web.api.routes import router as api_router
 from servekit.web.cache import PageCache
+from servekit.web.deps import StoreDep, install
 from servekit.web.feed import current_feed
 from servekit.web.methods import HeadAsGet
 from servekit.web.pages import error_page
@@ -46,15 +55,13 @@ from servekit.web.storecatalog import StoreCatalog
 
 
 def _error_page(request: Request, exc: Exception) -> Response:
-    """The one place the web app renders a servekit error (as HTML; the API renders its own)."""
+    """The one place the web app renders a servekit error as HTML: the same
+    :class:`~servekit.web.api.problems.Problem`, status included, that the API answers."""
     assert isinstance(exc, Error)
     if isinstance(exc, AuthenticationError) and request.method in ("GET", "HEAD"):
         return RedirectResponse("/signin?next=" + quote(request.url.path), status_code=303)
-    status = 404 if isinstance(exc, NotFoundError) else status_of(exc)
-    page = error_page(request, 400 if status == 500 else status, exc.message, exc.hint or "")
-    if isinstance(exc, TooManySignInsError):
-        page.headers["Retry-After"] = str(exc.retry_after)
-    return page
+    found = problem_of(exc)
+    return error_page(request, found, retry_headers(found))
 
 
 HTTP_MESSAGES = {
@@ -78,7 +85,14 @@ def _http_error(request: Request, exc: Exception) -> Response:
         body.headers.update(headers)
         return body
     message, hint = HTTP_MESSAGES.get(exc.status_code, (str(exc.detail), ""))
-    return error_page(request, exc.status_code, message, hint, headers)
+    found = Problem(
+        type=f"{TYPE_PREFIX}http-{exc.status_code}",
+        title=str(exc.detail),
+        status=exc.status_code,
+        detail=message,
+        hint=hint,
+    )
+    return error_page(request, found, headers)
 
 
 def _invalid_form(request: Request, exc: Exception) -> Response:
@@ -89,9 +103,14 @@ def _invalid_form(request: Request, exc: Exception) -> Response:
         f"{'.'.join(str(part) for part in e['loc'][1:]) or 'request'}: {e['msg']}"
         for e in exc.errors()
     )
-    return error_page(
-        request, 422, f"the form or address is not valid: {found}", "correct it and retry"
+    invalid = Problem(
+        type=TYPE_PREFIX + "invalid-request",
+        title="The request is not valid",
+        status=422,
+        detail=f"the form or address is not valid: {found}",
+        hint="correct it and retry",
     )
+    return error_page(request, invalid)
 
 
 def _crash_page(request: Request, exc: Exception) -> Response:
@@ -140,8 +159,7 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     )
     ctx = context_from_settings(settings)
     app.state.settings = settings
-    app.state.store = ctx.store
-    app.state.provider = ctx.provider
+    install(app, ctx)
     app.state.catalog = source or StoreCatalog(ctx.store)
     app.state.pages = PageCache()
     css = stylesheet()
@@ -155,9 +173,9 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         return Response(status_code=204)  # no icon; answering keeps browser consoles clean
 
     @app.get("/feed.json", include_in_schema=False)
-    def _feed(publisher: str | None = None) -> Response:
+    def _feed(store: StoreDep, publisher: str | None = None) -> Response:
         """A publisher's signed revocation feed (``servekit verify kit --feed``)."""
-        body = current_feed(ctx.store, dt.datetime.now(dt.UTC), publisher=publisher)
+        body = current_feed(store, dt.datetime.now(dt.UTC), publisher=publisher)
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
 
     @app.get("/healthz", include_in_schema=False)
@@ -168,7 +186,7 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
     app.include_router(store.router, include_in_schema=False)
     app.include_router(keys.router, include_in_schema=False)
     app.include_router(keys.api)
-    app.include_router(api_router(ctx))
+    app.include_router(api_router)
     app.add_exception_handler(Error, _error_page)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_form)

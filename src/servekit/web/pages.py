@@ -21,11 +21,13 @@ from servekit.catalog.listing import Query
 from servekit.catalog.site import PAGE_POLICY
 from servekit.catalog.text import finalize
 from servekit.store.checkout import MAINTENANCE_RULE, PLACEHOLDER_RULE, TEST_PROVIDERS
+from servekit.web.api.problems import Problem
+from servekit.web.contexts import ErrorPage, PageContext
+from servekit.web.deps import SESSION_TOKEN, services
 from servekit.web.links import LiveLinks
 from servekit.web.sessions import CSRF_FIELD, csrf_token
 
-SESSION_TOKEN = "store_token"
-"""The session key under which the signed-in user's store session token is kept."""
+__all__ = ["NO_STORE", "SESSION_TOKEN", "Frame", "environment", "error_page", "page", "render"]
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -62,6 +64,12 @@ def render(template: str, **values: Any) -> str:
     return environment().get_template(template).render(**values)
 
 
+def render_page(context: PageContext, frame: Frame | None = None) -> str:
+    """``context``'s template with its fields (and, on the store's frame, ``frame``)."""
+    framed = {} if frame is None else {"frame": frame}
+    return render(context.template, **framed, **context.values())
+
+
 @dataclass(frozen=True)
 class Frame:
     """What every store page shows around its body."""
@@ -82,7 +90,8 @@ class Frame:
 
 def test_mode(request: Request) -> bool:
     """True when payments go to the sandbox provider: nothing real is charged."""
-    return str(getattr(request.app.state.provider, "name", "")) in TEST_PROVIDERS
+    provider = services(request).provider
+    return str(getattr(provider, "name", "")) in TEST_PROVIDERS
 
 
 def frame(request: Request) -> Frame:
@@ -95,21 +104,18 @@ def frame(request: Request) -> Frame:
     )
 
 
-def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+def page(request: Request, context: PageContext, status: int = 200) -> HTMLResponse:
     """A store page, never cached (it carries the session's CSRF token)."""
-    values.setdefault("error", None)
-    body = render(template, frame=frame(request), csrf=csrf_token(request), **values)
+    body = render_page(context, frame(request))
     return HTMLResponse(body, status_code=status, headers=NO_STORE)
 
 
 def error_page(
-    request: Request,
-    status: int,
-    message: str,
-    hint: str = "",
-    headers: dict[str, str] | None = None,
+    request: Request, found: Problem, headers: dict[str, str] | None = None
 ) -> HTMLResponse:
-    """An error in the site's own frame: the status, what went wrong, what to do."""
-    response = page(request, "store/error.html", status, code=status, message=message, hint=hint)
+    """An error in the site's own frame, from the same :class:`Problem` (status, detail,
+    hint) that the API would answer with."""
+    context = ErrorPage(code=found.status, message=found.detail, hint=found.hint or "")
+    response = page(request, context, found.status)
     response.headers.update(headers or {})
     return response

@@ -10,7 +10,8 @@ from servekit.store.db import open_store
 from servekit.store.providers import provider_from_settings, webhook_secret
 from servekit.web.api.context import ApiContext
 from servekit.web.api.problems import internal_error
-from servekit.web.api.routes import api_router
+from servekit.web.api.routes import router
+from servekit.web.deps import install
 from servekit.web.security import SecuredApp
 
 
@@ -23,14 +24,13 @@ def create_api_app(ctx: ApiContext) -> FastAPI:
         docs_url=None,  # Swagger UI loads scripts from a CDN, which the CSP refuses
         redoc_url=None,
     )
-    app.state.store = ctx.store
+    install(app, ctx)
     app.add_exception_handler(Exception, lambda _request, _exc: internal_error())
-    app.include_router(api_router(ctx))
+    app.include_router(router)
     # the store's signing keys too: `servekit store download` tells the buyer to
     # `servekit trust fetch` from the same address
     from servekit.web.routes import keys
 
-    app.state.store = ctx.store
     app.include_router(keys.router, include_in_schema=False)
     app.include_router(keys.api)
     return app

@@ -18,25 +18,6 @@ from servekit import errors
 MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:servekit:problem:"
 
-# most specific first: the first class an error is an instance of decides its status
-STATUS: tuple[tuple[type[errors.Error], int], ...] = (
-    (errors.StoreNotFoundError, 404),
-    (errors.NotFoundError, 404),  # a catalog page or file that is not there
-    (errors.AuthenticationError, 401),
-    (errors.TooManySignInsError, 429),
-    (errors.PermissionDeniedError, 403),
-    (errors.LicenceRequiredError, 403),
-    (errors.IdempotencyConflictError, 422),
-    (errors.StoreConflictError, 409),
-    (errors.NotForSaleError, 410),
-    (errors.WebhookSignatureError, 400),
-    (errors.PaymentError, 402),
-    (errors.UsageError, 422),
-    (errors.PackageError, 422),
-    (errors.ClaimRuleError, 422),
-)
-
-
 DESCRIPTIONS: dict[int, str] = {
     400: "The request is malformed (a webhook's signature does not verify).",
     401: "No valid bearer session or API token (or a wrong email or password).",
@@ -82,8 +63,25 @@ def problem_type(cls: type[BaseException]) -> str:
     return TYPE_PREFIX + re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
 
-def status_of(exc: errors.Error) -> int:
-    return next((code for cls, code in STATUS if isinstance(exc, cls)), 500)
+def problem_of(exc: errors.Error) -> Problem:
+    """What both front ends say about ``exc``: its class's ``status`` and ``type``, the first
+    line of its docstring as the title, its message and hint (the HTML error page renders
+    the same :class:`Problem`: :func:`servekit.web.pages.error_page`)."""
+    cls = type(exc)
+    retry = exc.retry_after if isinstance(exc, errors.TooManySignInsError) else None
+    return Problem(
+        type=problem_type(cls),
+        title=(cls.__doc__ or cls.__name__).strip().splitlines()[0],
+        status=exc.status,
+        detail=exc.message,
+        hint=exc.hint or None,
+        retry_after=retry,
+    )
+
+
+def retry_headers(found: Problem) -> dict[str, str]:
+    """``Retry-After`` when the problem says when to try again (too many sign-ins)."""
+    return {} if found.retry_after is None else {"Retry-After": str(found.retry_after)}
 
 
 def problem(status: int, type_: str, title: str, detail: str, **extra: Any) -> JSONResponse:
@@ -95,12 +93,9 @@ def problem(status: int, type_: str, title: str, detail: str, **extra: Any) -> J
 
 
 def error_response(exc: errors.Error) -> JSONResponse:
-    cls = type(exc)
-    extra: dict[str, Any] = {"hint": exc.hint} if exc.hint else {}
-    if isinstance(exc, errors.TooManySignInsError):
-        extra["retry_after"] = exc.retry_after
-    doc = (cls.__doc__ or cls.__name__).strip().splitlines()[0]
-    return problem(status_of(exc), problem_type(cls), doc, exc.message, **extra)
+    found = problem_of(exc)
+    extra = found.model_dump(exclude_none=True, exclude={"type", "title", "status", "detail"})
+    return problem(found.status, found.type, found.title, found.detail, **extra)
 
 
 def internal_error() -> JSONResponse:

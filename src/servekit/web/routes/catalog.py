@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,6 +30,7 @@ from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import render_compare, script
 from servekit.errors import NotFoundError
 from servekit.web.cache import PageCache
+from servekit.web.deps import PagesDep, SourceDep, StoreDep
 from servekit.web.keys import store_key_id
 from servekit.web.links import LiveLinks
 from servekit.web.storecatalog import StoreCatalog
@@ -101,13 +102,11 @@ class CachedPages:
         await self.app(scope, receive, send)
 
 
-def _catalog(request: Request) -> Catalog:
-    source: CatalogSource = request.app.state.catalog
+def _catalog(source: CatalogSource) -> Catalog:
     return source.current()
 
 
-async def _catalog_async(request: Request) -> Catalog:
-    source: CatalogSource = request.app.state.catalog
+async def _catalog_async(source: CatalogSource) -> Catalog:
     if isinstance(source, StoreCatalog):
         catalog = source.unchanged()
         if catalog is not None:
@@ -116,9 +115,8 @@ async def _catalog_async(request: Request) -> Catalog:
 
 
 async def _page(
-    request: Request, catalog: Catalog, key: Hashable, render: Callable[[], str]
+    cache: PageCache, catalog: Catalog, key: Hashable, render: Callable[[], str]
 ) -> HTMLResponse:
-    cache: PageCache = request.app.state.pages
     page = cache.get(catalog, key)
     if page is None:
         page = (await anyio.to_thread.run_sync(render)).encode()
@@ -138,7 +136,8 @@ def _entry(catalog: Catalog, package_id: str, version: str) -> Entry:
 
 @router.get("/", response_class=HTMLResponse)
 async def catalog_page(
-    request: Request,
+    source: SourceDep,
+    pages: PagesDep,
     q: Annotated[str, Query(max_length=MAX_SEARCH)] = "",
     gpu: str = "",
     engine: str = "",
@@ -149,18 +148,18 @@ async def catalog_page(
     """The catalog: one card per published package version, searched, filtered, sorted
     and paginated."""
     query = CatalogQuery(q=q, gpu=gpu, engine=engine, model=model, sort=sort, page=page)
-    catalog = await _catalog_async(request)
+    catalog = await _catalog_async(source)
 
     def render() -> str:
         return render_index(listing_of(catalog, query, PAGE_SIZE), LINKS, live=True)
 
-    return await _page(request, catalog, _index_key(query), render)
+    return await _page(pages, catalog, _index_key(query), render)
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare(request: Request, v: Annotated[list[str], Query()] = []) -> HTMLResponse:  # noqa: B006
+def compare(source: SourceDep, v: Annotated[list[str], Query()] = []) -> HTMLResponse:  # noqa: B006
     """Two or three package versions side by side (``v=ID@VERSION``, repeated)."""
-    return HTMLResponse(render_compare(compare_page(_catalog(request), v), LINKS))
+    return HTMLResponse(render_compare(compare_page(_catalog(source), v), LINKS))
 
 
 @router.get("/static/catalog.js", include_in_schema=False)
@@ -170,24 +169,26 @@ def catalog_script() -> Response:
 
 
 @router.get("/packages/{package_id}/{version}", response_class=HTMLResponse)
-async def package_view(request: Request, package_id: str, version: str) -> HTMLResponse:
+async def package_view(
+    source: SourceDep, pages: PagesDep, store: StoreDep, package_id: str, version: str
+) -> HTMLResponse:
     """Everything about one package version, from its definition."""
-    catalog = await _catalog_async(request)
+    catalog = await _catalog_async(source)
     entry = _entry(catalog, package_id, version)
 
-    key_id = store_key_id(request.app.state.store)
+    key_id = store_key_id(store)
 
     def render() -> str:
         page = package_page(catalog, entry).model_copy(update={"signing_key_id": key_id})
         return render_package(page, LINKS, live=True)
 
-    return await _page(request, catalog, _package_key(package_id, version), render)
+    return await _page(pages, catalog, _package_key(package_id, version), render)
 
 
 @router.get("/packages/{package_id}/{version}/charts/{panel}.svg")
-def chart(request: Request, package_id: str, version: str, panel: Panel) -> Response:
+def chart(source: SourceDep, package_id: str, version: str, panel: Panel) -> Response:
     """One panel of the figures against concurrency, drawn by matplotlib."""
-    card = _entry(_catalog(request), package_id, version).card
+    card = _entry(_catalog(source), package_id, version).card
     drawn = chart_of(card.figures, card.concurrencies, panel)
     if drawn is None:
         raise NotFoundError(
@@ -199,9 +200,9 @@ def chart(request: Request, package_id: str, version: str, panel: Panel) -> Resp
 
 
 @router.get("/packages/{package_id}/{version}/files/{path:path}")
-def package_file(request: Request, package_id: str, version: str, path: str) -> FileResponse:
+def package_file(source: SourceDep, package_id: str, version: str, path: str) -> FileResponse:
     """A raw evidence file, licence or build recipe the page links to (nothing else)."""
-    entry = _entry(_catalog(request), package_id, version)
+    entry = _entry(_catalog(source), package_id, version)
     if path not in entry.public_files():
         raise NotFoundError(
             f"{package_id} {version} links to no file {path}",

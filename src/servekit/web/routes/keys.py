@@ -10,20 +10,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict
 
-from servekit.store.db import Store
 from servekit.web.api.problems import ProblemRoute, responses
 from servekit.web.api.routes import PREFIX
+from servekit.web.contexts import KeysPage
+from servekit.web.deps import StoreDep
 from servekit.web.keys import store_key, trust_file
-from servekit.web.pages import render
+from servekit.web.pages import render_page
 
 router = APIRouter()
 api = APIRouter(prefix=PREFIX, route_class=ProblemRoute, tags=["keys"])
 NO_CACHE = {"Cache-Control": "no-cache"}
-
-
-def _store(request: Request) -> Store:
-    store: Store = request.app.state.store
-    return store
 
 
 def _origin(request: Request) -> str:
@@ -31,18 +27,16 @@ def _origin(request: Request) -> str:
 
 
 @router.get("/keys", response_class=HTMLResponse)
-def keys_page(request: Request) -> HTMLResponse:
+def keys_page(request: Request, store: StoreDep) -> HTMLResponse:
     """The key ids, what each signs for, the PEM, and how to fetch the trust file."""
-    body = render(
-        "keys/keys.html", keys=[store_key(_store(request))], origin=_origin(request), live=True
-    )
+    body = render_page(KeysPage(keys=[store_key(store)], origin=_origin(request)))
     return HTMLResponse(body, headers=NO_CACHE)
 
 
 @router.get("/keys/trust.toml")
-def trust_toml(request: Request) -> Response:
+def trust_toml(request: Request, store: StoreDep) -> Response:
     """The trust file: the store key with its publisher grants, its PEM inline."""
-    body = trust_file(_store(request), _origin(request))
+    body = trust_file(store, _origin(request))
     return Response(
         body,
         media_type="application/toml",
@@ -70,9 +64,9 @@ class Keys(BaseModel):
 
 
 @api.get("/keys", responses=responses(404))  # 404: the store has no signing key yet
-def list_keys(request: Request) -> Keys:
+def list_keys(store: StoreDep) -> Keys:
     """The store's signing keys: key id, PEM, and the publishers and packages each signs."""
-    key = store_key(_store(request))
+    key = store_key(store)
     grants = [Grant(publisher=s.publisher, packages=list(s.packages)) for s in key.scopes]
     return Keys(
         keys=[Key(key_id=key.key_id, public_key=key.pem.decode("ascii"), grants=grants)],
