@@ -273,3 +273,16 @@ def test_mapped_workers_are_stopped_when_the_caller_is_interrupted(tmp_path: Pat
     with pytest.raises(KeyboardInterrupt):
         hash_files([_job(path)] * 2, workers=2, tracker=Interrupt(), method=HashMethod.MAP)
     assert _children() == before
+
+
+def test_more_files_than_the_queue_pipe_holds_are_all_mapped(tmp_path: Path) -> None:
+    # 20 000 indices of 4 bytes do not fit in a 64 KiB pipe: the rest is written as the
+    # workers read; every file is hashed once, by one worker
+    path = _write(tmp_path / "f", 3)
+    jobs = [LocalFile(path=f"f{i}", size=3, source=path) for i in range(20_000)]
+    recorder = Recorder()
+    results = hash_files(jobs, workers=3, tracker=recorder, method=HashMethod.MAP)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(results) == 20_000
+    assert all(isinstance(r, Hashed) and r.sha256 == digest for r in results.values())
+    assert sum(recorder.amounts) == 3 * 20_000

@@ -16,9 +16,10 @@ Why not ``ProcessPoolExecutor`` (issue 24, docs/performance.md): it forks every 
 before the first file is handed out, feeds them through two queues and two threads, and
 joins them one by one at the end, a fixed cost of tens of milliseconds that a 4 GB
 tree hashed in one second pays in full. Here each worker is a bare ``os.fork()`` that
-starts hashing at once, takes the next file (largest first) from a shared index, writes
-each result to its own pipe and exits when none is left. Progress is one byte counter
-per worker in shared memory, written by that worker alone: no lock per chunk.
+starts hashing at once, reads the next file's index (largest first) from a pipe shared
+by all, writes each result to its own pipe and exits when none is left. Progress is one
+byte counter per worker in shared memory, written by that worker alone: no lock per
+chunk, and no lock at all that a killed worker could leave held.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import multiprocessing
 import os
 import pickle
 import resource
+import select
 import selectors
 import signal
 from collections.abc import Sequence
@@ -44,6 +46,7 @@ MAP_CHUNK = 4 << 20  # bytes hashed per call; progress is counted per chunk
 MAP_WINDOW = 256 << 20  # bytes mapped at a time (a multiple of the page size)
 _POLL_SECONDS = 0.05
 _LENGTH = 4  # bytes of the length before each result a worker writes
+_INDEX = 4  # bytes of a file's index in the queue
 
 Result = Hashed | FileProblem | None
 
@@ -94,20 +97,42 @@ def hash_mapped(job: LocalFile) -> Result:
 
 
 class _Queue:
-    """The files, largest first, and the index of the next one, shared by the workers."""
+    """The files, largest first, handed out as their indices through a pipe: a worker
+    reads one index (4 bytes) at a time, and the kernel gives each to one reader alone.
+    No lock: a worker killed at any moment cannot leave the others waiting. Progress is
+    one byte counter per worker in shared memory."""
 
     def __init__(self, jobs: Sequence[LocalFile], workers: int) -> None:
-        context = multiprocessing.get_context("fork")
         self.jobs = jobs
-        self.lock = context.Lock()
-        self.next = context.RawValue("q", 0)
-        self.counters = context.RawArray("Q", workers)  # bytes hashed, one per worker
+        self.counters = multiprocessing.get_context("fork").RawArray("Q", workers)
+        self.todo, self.feed = os.pipe()
+        os.set_blocking(self.feed, False)
+        self.unsent = memoryview(b"".join(i.to_bytes(_INDEX, "little") for i in range(len(jobs))))
+        if self.send():  # every index fits in the pipe (trees of up to 16384 files)
+            self.close_feed()  # before any fork: no worker holds the writing end
+
+    def send(self) -> bool:
+        """Write the indices the pipe takes now; ``True`` once every one is written.
+
+        Each write is at most ``PIPE_BUF`` bytes, a multiple of 4, so the kernel writes it
+        whole or not at all, and every read of 4 bytes gets one whole index."""
+        while self.unsent:
+            try:
+                os.write(self.feed, self.unsent[: select.PIPE_BUF])
+            except BlockingIOError:  # the pipe is full: the workers have not caught up
+                return False
+            self.unsent = self.unsent[select.PIPE_BUF :]
+        return True
+
+    def close_feed(self) -> None:
+        if self.feed >= 0:
+            os.close(self.feed)
+            self.feed = -1
 
     def take(self) -> int | None:
-        with self.lock:  # once per file
-            index: int = self.next.value
-            self.next.value = index + 1
-        return index if index < len(self.jobs) else None
+        """In a worker: the next file's index; ``None`` when none is left."""
+        index = os.read(self.todo, _INDEX)
+        return int.from_bytes(index, "little") if index else None
 
     def hashed(self) -> int:
         return sum(self.counters)
@@ -139,6 +164,7 @@ def _fork(queue: _Queue, mine: int) -> tuple[int, int]:
         code = 1
         try:
             os.close(readable)
+            queue.close_feed()  # the parent's end: the pipe ends when the parent closes it
             _work(queue, mine, writable)
             code = 0
         finally:
@@ -160,14 +186,22 @@ def _parse(data: bytes, results: list[Result]) -> None:
 
 
 def _collect(pipes: Sequence[int], queue: _Queue, tracker: Tracker) -> list[Result]:
-    """Read every worker's results to the end of its pipe, reporting progress meanwhile."""
+    """Read every worker's results to the end of its pipe, reporting progress and
+    writing the rest of the queue meanwhile."""
     received = {fd: bytearray() for fd in pipes}
     reported = 0
     with selectors.DefaultSelector() as selector:
         for fd in pipes:
             selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map():
+        if queue.feed >= 0:
+            selector.register(queue.feed, selectors.EVENT_WRITE)
+        while len(selector.get_map()) > (queue.feed >= 0):  # a worker is still running
             for key, _ in selector.select(timeout=_POLL_SECONDS):
+                if key.fd == queue.feed:
+                    if queue.send():
+                        selector.unregister(queue.feed)
+                        queue.close_feed()
+                    continue
                 chunk = os.read(key.fd, 1 << 16)
                 if chunk:
                     received[key.fd] += chunk
@@ -195,6 +229,8 @@ def map_files(jobs: Sequence[LocalFile], workers: int, tracker: Tracker) -> list
         finished = True  # every worker has closed its pipe: it is exiting
         return results
     finally:  # on Ctrl-C or any error, no worker outlives the call
+        queue.close_feed()
+        os.close(queue.todo)
         for pid, pipe in started:
             os.close(pipe)
             if not finished:
