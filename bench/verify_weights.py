@@ -24,8 +24,14 @@ At 1.5 TB only ``work`` matters; at 4 GiB the start-up of a Python CLI is visibl
 Each round runs every tool once, back to back; the table gives each tool's range over the
 rounds (``--rounds``, default 3), and servekit's lead over it round by round.
 
+A peer that is not installed is skipped with a line that says so; ``--peer-path DIR`` puts
+``DIR`` (e.g. ``pip install --target DIR model-signing``) on the path of the peer's process
+alone, for a venv that lacks the ``[peers]`` extra. The load average (1, 5 and 15 minutes)
+is printed at the start, after each cache mode and at the end; the last line says whether
+servekit was at least ``TARGET`` of the ceiling and ahead of model_signing in every round.
+
 Usage: ``.venv/bin/python bench/verify_weights.py [--size-gib 4] [--shards 8] [--dir /tmp]
-[--rounds 3] [--warm-only] [--skip 'hf cache verify']``
+[--rounds 3] [--warm-only] [--skip 'hf cache verify'] [--peer-path DIR]``
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ sys.path.insert(0, str(ROOT))  # for tests.hubserver, the local Hub
 from tests.hubserver import FakeRepo, HubServer, RepoFileSpec  # noqa: E402
 
 GiB = 1 << 30
+TARGET = 0.95  # of the cores x OpenSSL ceiling (issue 24)
 PYTHON = sys.executable
 BLOCK = 64 << 20
 REPO = "bench/model"
@@ -156,6 +163,20 @@ def openssl_rate() -> float:
     return float(value) * 1000 / 1e9
 
 
+def openssl_multi_rate(cores: int) -> float:
+    """OpenSSL sha256 on every core at once (``openssl speed -multi``, GB/s): below
+    ``cores`` x one core where cores share execution units (SMT) or clock down."""
+    argv = ["openssl", "speed", "-multi", str(cores), "-evp", "sha256"]
+    out = subprocess.run(
+        [*argv, "-bytes", "16384", "-seconds", "3"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    value = re.findall(r"^sha256\s+([\d.]+)k", out, re.MULTILINE)[-1]
+    return float(value) * 1000 / 1e9
+
+
 def hashlib_rate() -> float:
     """Single-thread hashlib sha256 over an in-memory buffer (GB/s), for reference."""
     buffer = os.urandom(16 << 20)
@@ -204,8 +225,21 @@ print(time.perf_counter() - start, len(list(manifest.resource_descriptors())))
 """
 
 
-def run_model_signing(tree: Path) -> tuple[float, float]:
-    wall, out = timed([PYTHON, "-c", _MODEL_SIGNING, str(tree)])
+def peer_env(peer_path: Path | None) -> dict[str, str] | None:
+    """The environment of a peer's process: ``peer_path`` first on its path, if given."""
+    if peer_path is None:
+        return None
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(peer_path), *sys.path[1:]])}
+
+
+def importable(module: str, env: dict[str, str] | None) -> bool:
+    """Whether ``module`` imports in a peer's process with ``env``."""
+    found = subprocess.run([PYTHON, "-c", f"import {module}"], env=env, capture_output=True)
+    return found.returncode == 0
+
+
+def run_model_signing(tree: Path, env: dict[str, str] | None) -> tuple[float, float]:
+    wall, out = timed([PYTHON, "-c", _MODEL_SIGNING, str(tree)], env)
     seconds, count = out.split()
     assert int(count) == len(list(tree.iterdir())), out
     return wall, float(seconds)
@@ -233,8 +267,10 @@ def run_hf(tree: Path, env: dict[str, str], reset: Callable[[], None]) -> tuple[
 
 
 def has_hf_verify() -> bool:
-    import huggingface_hub
-
+    try:
+        import huggingface_hub
+    except ImportError:
+        return False
     return hasattr(huggingface_hub.HfApi, "verify_repo_checksums")
 
 
@@ -257,7 +293,17 @@ def serve_tree(tree: Path, pin: Path) -> HubServer:
 Runner = Callable[[Callable[[], None]], tuple[float, float]]
 
 
-def tools(tree: Path, pin: Path, env: dict[str, str] | None) -> dict[str, Runner]:
+@dataclass(frozen=True)
+class Peers:
+    """Which peers can run: the Hub's environment (``None``: no ``hf cache verify``), and
+    whether model_signing imports, in the environment ``signing_env`` (``None``: ours)."""
+
+    hub_env: dict[str, str] | None
+    signing: bool
+    signing_env: dict[str, str] | None
+
+
+def tools(tree: Path, pin: Path, peers: Peers) -> dict[str, Runner]:
     """Each tool, as a function of a reset (warm or drop the cache) that it may call again."""
     cores = str(len(os.sched_getaffinity(0)))
     runners: dict[str, Runner] = {
@@ -266,10 +312,12 @@ def tools(tree: Path, pin: Path, env: dict[str, str] | None) -> dict[str, Runner
         # was balanced (src/servekit/weights/hashing.py, balanced_workers)
         f"servekit --workers {cores}": lambda reset: run_servekit(tree, pin, "--workers", cores),
         "sha256sum xargs -P": lambda reset: run_sha256sum(tree),
-        "model_signing": lambda reset: run_model_signing(tree),
     }
-    if env is not None:
-        runners["hf cache verify"] = lambda reset: run_hf(tree, env, reset)
+    if peers.signing:
+        runners["model_signing"] = lambda reset: run_model_signing(tree, peers.signing_env)
+    if peers.hub_env is not None:
+        hub_env = peers.hub_env
+        runners["hf cache verify"] = lambda reset: run_hf(tree, hub_env, reset)
     return runners
 
 
@@ -279,6 +327,25 @@ def rates(timings: list[Timing], tool: str) -> list[float]:
 
 def span(values: list[float], digits: int = 3) -> str:
     return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+
+def load() -> str:
+    """The load average over 1, 5 and 15 minutes."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def verdict(timings: list[Timing]) -> str:
+    """Whether servekit was at least ``TARGET`` of the ceiling, and ahead of model_signing,
+    in every round (the issue's target)."""
+    ours = [t for t in timings if t.tool == "servekit"]
+    floor = min(t.work_rate / t.ceiling for t in ours)
+    line = f"servekit at least {floor:.2f} of the ceiling in every round (target {TARGET})"
+    peer = rates(timings, "model_signing")
+    if peer:
+        lead = min(t.work_rate / p for t, p in zip(ours, peer, strict=True))
+        line += f", at least {lead:.2f}x model_signing (target above 1)"
+    met = floor >= TARGET and (not peer or lead > 1)
+    return f"{line}: {'met' if met else 'NOT met'}"
 
 
 def report(mode: str, timings: list[Timing]) -> None:
@@ -300,6 +367,7 @@ def report(mode: str, timings: list[Timing]) -> None:
             f"{span([t.work_rate / t.ceiling for t in timings if t.tool == name], 2):>13} "
             f"{span(lead, 2):>11}"
         )
+    print(f"  {verdict(timings)}")
 
 
 def run_mode(
@@ -326,7 +394,7 @@ def run_mode(
             )
     disk = max(disks)
     print(f"  {mode:4} disk sequential read (dd), best of {rounds}: {disk:.3f} GB/s")
-    print(f"  load average now {os.getloadavg()[0]:.2f}")
+    print(f"  load average now {load()}")
     report(mode, timings)
 
 
@@ -344,6 +412,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="never drop the page cache (on a machine shared with others' work)",
     )
     parser.add_argument(
+        "--peer-path",
+        type=Path,
+        help="a directory holding model_signing (pip install --target DIR model-signing), "
+        "put on the path of its process alone",
+    )
+    parser.add_argument(
         "--skip",
         action="append",
         default=[],
@@ -353,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     size = int(args.size_gib * GiB)
     check_disk(args.dir, size)
     cores = len(os.sched_getaffinity(0))
-    print(f"cores {cores}, load average {os.getloadavg()[0]:.2f}, python {sys.version.split()[0]}")
+    print(f"cores {cores}, load average {load()}, python {sys.version.split()[0]}")
     work = Path(tempfile.mkdtemp(prefix="servekit-bench-", dir=args.dir))
     server: HubServer | None = None
     try:
@@ -377,10 +451,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(
             f"openssl sha256, one core: {per_core:.3f} GB/s (x{cores} = {per_core * cores:.3f}); hashlib, one thread: {py_rate:.3f} GB/s"
         )
-        env = None
+        print(
+            f"openssl sha256 on all {cores} cores at once (-multi): "
+            f"{openssl_multi_rate(cores):.3f} GB/s (for reference; the ceiling is cores x one core)"
+        )
+        hub_env = None
         if has_hf_verify():
             server = serve_tree(tree, work / "PIN.json")
-            env = {
+            hub_env = {
                 **os.environ,
                 "HF_ENDPOINT": server.url,
                 "HF_HUB_DISABLE_TELEMETRY": "1",
@@ -388,19 +466,29 @@ def main(argv: Sequence[str] | None = None) -> None:
             }
         else:
             print(
-                "huggingface_hub has no cache verification (verify_repo_checksums): peer (c) skipped"
+                "huggingface_hub missing, or without cache verification (verify_repo_checksums):"
+                " hf cache verify skipped"
+            )
+        signing_env = peer_env(args.peer_path)
+        signing = importable("model_signing", signing_env)
+        if not signing:
+            print(
+                "model_signing does not import: skipped (pip install -e '.[peers]', or"
+                " pip install --target DIR model-signing pyopenssl and --peer-path DIR)"
             )
         modes = ["warm"] + (["cold"] if not args.warm_only and can_drop_caches() else [])
         if "cold" not in modes:
             print("--warm-only, or /proc/sys/vm/drop_caches not writable: no cold-cache figures")
         runners = {
             name: run
-            for name, run in tools(tree, work / "PIN.json", env).items()
+            for name, run in tools(
+                tree, work / "PIN.json", Peers(hub_env, signing, signing_env)
+            ).items()
             if name not in args.skip
         }
         for mode in modes:
             run_mode(mode, tree, runners, nbytes, cores, args.rounds)
-        print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+        print(f"\nload average at the end {load()}")
     finally:
         if server is not None:
             server.close()

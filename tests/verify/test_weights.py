@@ -25,7 +25,7 @@ from servekit.verify.weights import (
     expected_from_kit,
     verify_weights,
 )
-from servekit.weights.hashing import READ_BUFFER
+from servekit.weights.hashing import MAP_MIN_BYTES, READ_BUFFER
 from servekit.weights.models import ProblemKind, WeightsPin
 from servekit.weights.pin import pin_directory
 from servekit.weights.pinfile import pin_json
@@ -80,6 +80,29 @@ def test_a_flipped_middle_byte_of_a_large_file_is_named(tree: Path, expected: Ex
     pinned = expected.pin.file(shard.name)  # type: ignore[union-attr]
     assert error.expected == f"sha256 {pinned.sha256}"  # type: ignore[union-attr]
     assert error.actual is not None and error.actual != error.expected
+
+
+def test_a_flipped_byte_is_named_when_the_workers_map_the_tree(tmp_path: Path) -> None:
+    # a tree large enough to be hashed by the forked mapped workers, not the reader
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shard = bytes(range(256)) * (MAP_MIN_BYTES // 4 // 256)
+    for i in range(5):
+        (tree / f"model-{i}.safetensors").write_bytes(shard[: len(shard) - i])
+    expected = Expected.from_pin(pin_directory(tree), "PIN.json")
+    assert verify_weights(tree, expected, workers=3).ok
+    flipped = tree / "model-3.safetensors"
+    data = bytearray(flipped.read_bytes())
+    data[len(data) // 3] ^= 0x80
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(FileChangedError) as info:
+        verify_weights(tree, expected, workers=3)
+    error = info.value
+    assert sum(f.stat().st_size for f in tree.iterdir()) >= MAP_MIN_BYTES
+    assert error.file == flipped.name
+    assert error.expected == f"sha256 {expected.pin.file(flipped.name).sha256}"  # type: ignore[union-attr]
+    assert error.actual is not None and error.actual.startswith("sha256 ")
+    assert error.actual != error.expected and error.hint
 
 
 def test_a_truncated_file_fails_before_any_hashing(tree: Path, expected: Expected) -> None:

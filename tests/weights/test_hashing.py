@@ -69,7 +69,10 @@ GB = 10**9
     ("sizes", "cores", "workers"),
     [
         ([GB] * 8, 2, 2),  # 4 files each: even
-        ([GB] * 8, 3, 4),  # 3 would give one core 3 files and another 2: 4 share evenly
+        # 3 would give one core 3 files and another 2; 4, 5 and 8 share evenly in theory,
+        # and the most keep pace best when the kernel cannot give each core as many
+        ([GB] * 8, 3, 8),
+        ([GB] * 8, 6, 8),
         ([GB] * 8, 16, 8),  # one worker per file at most
         ([GB] * 3, 2, 3),
         ([2 * GB] + [GB] * 3, 2, 3),  # 2 | 1+1 | 1: the lone 1 ends, then two cores for two
@@ -91,7 +94,7 @@ def test_balanced_workers_are_capped_per_core_and_quick_on_many_files() -> None:
     assert balanced_workers([GB] * 9, 1) == 1  # one core: time-sharing gains nothing
     assert balanced_workers([GB] * 100 + [GB // 3], 2) <= 8
     sizes = [GB] * 9 + [1000] * 100_000  # the small files are poured, not placed one by one
-    assert balanced_workers(sizes, 8) == 9
+    assert balanced_workers(sizes, 8) == 16  # 9 would share one core: 2 a core instead
 
 
 class Together(Recorder):
@@ -231,3 +234,55 @@ def test_a_mapped_worker_killed_by_sigbus_hands_the_file_to_the_reader(tmp_path:
         if problem.actual == "10 bytes when opened":  # the reader's verdict after the crash
             return
     pytest.fail("the worker always finished before the truncation; the crash path was not run")
+
+
+def _children() -> set[int]:
+    pid = os.getpid()
+    tasks = Path(f"/proc/{pid}/task").iterdir()
+    return {int(c) for t in tasks for c in (t / "children").read_text().split()}
+
+
+def test_mapped_progress_totals_are_exact_and_no_worker_outlives_the_call(
+    tmp_path: Path,
+) -> None:
+    # each worker counts its own bytes, without a lock; the sum must still be every byte
+    sizes = [0, 1, 5 << 20, (9 << 20) + 7, 3 << 20, 4 << 20]
+    files = [_write(tmp_path / f"f{i}", size, i) for i, size in enumerate(sizes)]
+    before = _children()
+    recorder = Recorder()
+    results = hash_files(
+        [_job(f) for f in files], workers=3, tracker=recorder, method=HashMethod.MAP
+    )
+    assert all(amount >= 0 for amount in recorder.amounts)
+    assert sum(recorder.amounts) == sum(sizes)
+    for f in files:
+        result = results[f.name]
+        assert isinstance(result, Hashed)
+        assert result.sha256 == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert _children() == before  # every worker was waited for
+
+
+def test_mapped_workers_are_stopped_when_the_caller_is_interrupted(tmp_path: Path) -> None:
+    path = _write(tmp_path / "shard", 256 << 20)
+    before = _children()
+
+    class Interrupt(Recorder):
+        def advance(self, amount: float) -> None:
+            raise KeyboardInterrupt  # Ctrl-C while the workers hash
+
+    with pytest.raises(KeyboardInterrupt):
+        hash_files([_job(path)] * 2, workers=2, tracker=Interrupt(), method=HashMethod.MAP)
+    assert _children() == before
+
+
+def test_more_files_than_the_queue_pipe_holds_are_all_mapped(tmp_path: Path) -> None:
+    # 20 000 indices of 4 bytes do not fit in a 64 KiB pipe: the rest is written as the
+    # workers read; every file is hashed once, by one worker
+    path = _write(tmp_path / "f", 3)
+    jobs = [LocalFile(path=f"f{i}", size=3, source=path) for i in range(20_000)]
+    recorder = Recorder()
+    results = hash_files(jobs, workers=3, tracker=recorder, method=HashMethod.MAP)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(results) == 20_000
+    assert all(isinstance(r, Hashed) and r.sha256 == digest for r in results.values())
+    assert sum(recorder.amounts) == 3 * 20_000

@@ -7,7 +7,7 @@ How (docs/performance.md has the measurements behind each choice):
 2. at least one worker per available core, and more when whole files would leave cores
    idle at the end (:func:`balanced_workers`): a file's sha256 is one sequential stream,
    so 8 equal shards on 3 cores finish in 3 rounds, the last with one core idle (0.89 of
-   the ceiling), while 4 workers time-shared by the kernel finish them together;
+   the ceiling), while 8 workers time-shared by the kernel finish them together;
 3. trees of at least ``MAP_MIN_BYTES`` are hashed straight from the page cache through
    ``mmap`` in forked worker processes (:mod:`servekit.weights.mapped`), which spares the
    copy into a buffer; the kernel is asked to read sequentially and a window ahead, so
@@ -29,7 +29,6 @@ from enum import StrEnum
 
 from servekit.progress import Tracker
 from servekit.weights.filecheck import Hashed
-from servekit.weights.mapped import map_files
 from servekit.weights.models import FileProblem
 from servekit.weights.reader import READ_BUFFER, read_files
 from servekit.weights.tree import LocalFile
@@ -103,7 +102,12 @@ def balanced_workers(sizes: Sequence[int], cores: int) -> int:
     as long as the largest share, and whole files can make the shares uneven; with more
     workers the kernel time-shares the cores among them. The fewest workers, from
     ``cores`` up to ``MAX_PER_CORE`` per core and one per file, whose run is within
-    ``EVEN`` of the shortest.
+    ``EVEN`` of the shortest, are the candidates. Of those, the fewest that is a multiple
+    of ``cores`` (the kernel then keeps as many workers on each core, and they keep pace);
+    else the most: with a count that does not divide among the cores, the workers that
+    share a core with more others fall behind and end alone, and more workers keep that
+    tail shorter (8 shards on 3 cores, measured on a quiet machine: 4 workers 0.93-0.98 of
+    the cores x OpenSSL ceiling, 8 workers 0.99-1.02; docs/performance.md).
     """
     ordered = sorted(sizes, reverse=True)
     total = sum(ordered)
@@ -113,7 +117,9 @@ def balanced_workers(sizes: Sequence[int], cores: int) -> int:
     rest = float(sum(ordered[EXACT:]))
     runs = {w: _duration(_shares(ordered, rest, w), cores) for w in range(cores, most + 1)}
     shortest = min(runs.values())
-    return min(w for w, run in runs.items() if run <= EVEN * shortest)
+    good = [w for w, run in runs.items() if run <= EVEN * shortest]
+    even = [w for w in good if w % cores == 0]
+    return min(even) if even else max(good)
 
 
 def _maps(method: HashMethod, jobs: Sequence[LocalFile]) -> bool:
@@ -139,6 +145,8 @@ def hash_files(
     count = workers or balanced_workers([j.size for j in ordered], default_workers())
     progress = tracker or _NoProgress()
     if _maps(method, ordered):
+        from servekit.weights.mapped import map_files  # a one-file verify never forks
+
         mapped = map_files(ordered, count, progress)
         retry = [job for job, result in zip(ordered, mapped, strict=True) if result is None]
         again = iter(read_files(retry, count, progress, buffer_size))

@@ -7,10 +7,19 @@ the file (``mmap``) hands the page-cache pages to the hash directly.
 Why processes: a mapped file that shrinks while it is read, or a disk error while a
 page is faulted in, is delivered as ``SIGBUS``, which kills the process that touched the
 page; Python cannot turn it into an exception. So each worker is a forked process. If
-one dies, every file that was in flight is hashed again with the copying reader
+one dies, every file it had not reported is hashed again with the copying reader
 (:mod:`servekit.weights.reader`), which turns the same condition into the specific error
 (changed while hashed, or unreadable). A file that cannot be mapped at all is handed to
-the copying reader too. Progress is a byte counter shared with the workers.
+the copying reader too.
+
+Why not ``ProcessPoolExecutor`` (issue 24, docs/performance.md): it forks every worker
+before the first file is handed out, feeds them through two queues and two threads, and
+joins them one by one at the end, a fixed cost of tens of milliseconds that a 4 GB
+tree hashed in one second pays in full. Here each worker is a bare ``os.fork()`` that
+starts hashing at once, reads the next file's index (largest first) from a pipe shared
+by all, writes each result to its own pipe and exits when none is left. Progress is one
+byte counter per worker in shared memory, written by that worker alone: no lock per
+chunk, and no lock at all that a killed worker could leave held.
 """
 
 from __future__ import annotations
@@ -20,9 +29,12 @@ import hashlib
 import mmap
 import multiprocessing
 import os
+import pickle
+import resource
+import select
+import selectors
+import signal
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from servekit.progress import Tracker
@@ -30,23 +42,21 @@ from servekit.weights.filecheck import Hashed, changed, open_checked, outcome, r
 from servekit.weights.models import FileProblem
 from servekit.weights.tree import LocalFile
 
-MAP_CHUNK = 4 << 20  # bytes hashed per call; progress is reported per chunk
+MAP_CHUNK = 4 << 20  # bytes hashed per call; progress is counted per chunk
 MAP_WINDOW = 256 << 20  # bytes mapped at a time (a multiple of the page size)
 _POLL_SECONDS = 0.05
+_LENGTH = 4  # bytes of the length before each result a worker writes
+_INDEX = 4  # bytes of a file's index in the queue
 
-_counter: Any = None  # the shared byte counter, in each worker
+Result = Hashed | FileProblem | None
 
-
-def _start_worker(counter: Any) -> None:
-    global _counter
-    _counter = counter
-    faulthandler.disable()  # a SIGBUS here is expected and handled: no fatal-error dump
+_progress: tuple[Any, int] | None = None  # in a worker: the shared counters, and its own
 
 
 def _report(count: int) -> None:
-    if _counter is not None:
-        with _counter.get_lock():
-            _counter.value += count
+    if _progress is not None:
+        counters, mine = _progress
+        counters[mine] += count  # this worker's counter, written by it alone
 
 
 def mapped_digest(fd: int, size: int, window: int = MAP_WINDOW, chunk: int = MAP_CHUNK) -> str:
@@ -65,7 +75,7 @@ def mapped_digest(fd: int, size: int, window: int = MAP_WINDOW, chunk: int = MAP
     return digest.hexdigest()
 
 
-def hash_mapped(job: LocalFile) -> Hashed | FileProblem | None:
+def hash_mapped(job: LocalFile) -> Result:
     """Hash one file through ``mmap``; ``None`` when it cannot be mapped (read it instead)."""
     opened = open_checked(job)
     if isinstance(opened, FileProblem):
@@ -86,35 +96,143 @@ def hash_mapped(job: LocalFile) -> Hashed | FileProblem | None:
         os.close(fd)
 
 
-def _follow(futures: Sequence[Future[Any]], counter: Any, tracker: Tracker) -> None:
+class _Queue:
+    """The files, largest first, handed out as their indices through a pipe: a worker
+    reads one index (4 bytes) at a time, and the kernel gives each to one reader alone.
+    No lock: a worker killed at any moment cannot leave the others waiting. Progress is
+    one byte counter per worker in shared memory."""
+
+    def __init__(self, jobs: Sequence[LocalFile], workers: int) -> None:
+        self.jobs = jobs
+        self.counters = multiprocessing.get_context("fork").RawArray("Q", workers)
+        self.todo, self.feed = os.pipe()
+        os.set_blocking(self.feed, False)
+        self.unsent = memoryview(b"".join(i.to_bytes(_INDEX, "little") for i in range(len(jobs))))
+        if self.send():  # every index fits in the pipe (trees of up to 16384 files)
+            self.close_feed()  # before any fork: no worker holds the writing end
+
+    def send(self) -> bool:
+        """Write the indices the pipe takes now; ``True`` once every one is written.
+
+        Each write is at most ``PIPE_BUF`` bytes, a multiple of 4, so the kernel writes it
+        whole or not at all, and every read of 4 bytes gets one whole index."""
+        while self.unsent:
+            try:
+                os.write(self.feed, self.unsent[: select.PIPE_BUF])
+            except BlockingIOError:  # the pipe is full: the workers have not caught up
+                return False
+            self.unsent = self.unsent[select.PIPE_BUF :]
+        return True
+
+    def close_feed(self) -> None:
+        if self.feed >= 0:
+            os.close(self.feed)
+            self.feed = -1
+
+    def take(self) -> int | None:
+        """In a worker: the next file's index; ``None`` when none is left."""
+        index = os.read(self.todo, _INDEX)
+        return int.from_bytes(index, "little") if index else None
+
+    def hashed(self) -> int:
+        return sum(self.counters)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _work(queue: _Queue, mine: int, out: int) -> None:
+    """A worker: hash files from the queue until none is left, each result to ``out``."""
+    global _progress
+    _progress = (queue.counters, mine)
+    faulthandler.disable()  # a SIGBUS here is expected and handled: no fatal-error dump
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # nor a core file
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once
+    while (index := queue.take()) is not None:
+        message = pickle.dumps((index, hash_mapped(queue.jobs[index])))
+        _write_all(out, len(message).to_bytes(_LENGTH, "little") + message)
+
+
+def _fork(queue: _Queue, mine: int) -> tuple[int, int]:
+    """Start worker ``mine``: (its pid, the pipe its results come out of)."""
+    readable, writable = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the worker; coverage does not follow a bare fork
+        code = 1
+        try:
+            os.close(readable)
+            queue.close_feed()  # the parent's end: the pipe ends when the parent closes it
+            _work(queue, mine, writable)
+            code = 0
+        finally:
+            os._exit(code)  # never the parent's clean-up, whatever happened
+    os.close(writable)
+    return pid, readable
+
+
+def _parse(data: bytes, results: list[Result]) -> None:
+    """Every complete result a worker wrote (a worker killed mid-write leaves a tail)."""
+    at = 0
+    while at + _LENGTH <= len(data):
+        end = at + _LENGTH + int.from_bytes(data[at : at + _LENGTH], "little")
+        if end > len(data):
+            return
+        index, result = pickle.loads(data[at + _LENGTH : end])
+        results[index] = result
+        at = end
+
+
+def _collect(pipes: Sequence[int], queue: _Queue, tracker: Tracker) -> list[Result]:
+    """Read every worker's results to the end of its pipe, reporting progress and
+    writing the rest of the queue meanwhile."""
+    received = {fd: bytearray() for fd in pipes}
     reported = 0
-    pending = set(futures)
-    while pending:
-        _, pending = wait(pending, timeout=_POLL_SECONDS)
-        value = int(counter.value)
-        tracker.advance(value - reported)
-        reported = value
+    with selectors.DefaultSelector() as selector:
+        for fd in pipes:
+            selector.register(fd, selectors.EVENT_READ)
+        if queue.feed >= 0:
+            selector.register(queue.feed, selectors.EVENT_WRITE)
+        while len(selector.get_map()) > (queue.feed >= 0):  # a worker is still running
+            for key, _ in selector.select(timeout=_POLL_SECONDS):
+                if key.fd == queue.feed:
+                    if queue.send():
+                        selector.unregister(queue.feed)
+                        queue.close_feed()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    received[key.fd] += chunk
+                else:  # the worker has exited, or died
+                    selector.unregister(key.fd)
+            hashed = queue.hashed()
+            tracker.advance(hashed - reported)
+            reported = hashed
+    results: list[Result] = [None] * len(queue.jobs)
+    for data in received.values():
+        _parse(bytes(data), results)
+    return results
 
 
-def _result(future: Future[Hashed | FileProblem | None]) -> Hashed | FileProblem | None:
+def map_files(jobs: Sequence[LocalFile], workers: int, tracker: Tracker) -> list[Result]:
+    """Hash ``jobs`` (largest first) on ``workers`` processes; results in the same order,
+    ``None`` where the copying reader must decide (a worker died, or could not map)."""
+    queue = _Queue(jobs, workers)
+    started: list[tuple[int, int]] = []
+    finished = False
     try:
-        return future.result()
-    except BrokenProcessPool:  # a worker died (SIGBUS): the copying reader decides
-        return None
-
-
-def map_files(
-    jobs: Sequence[LocalFile], workers: int, tracker: Tracker
-) -> list[Hashed | FileProblem | None]:
-    """Hash ``jobs`` in order on ``workers`` processes; ``None`` where the reader must redo it."""
-    context = multiprocessing.get_context("fork")
-    counter = context.Value("Q", 0)
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(counter,)
-    )
-    try:
-        futures = [pool.submit(hash_mapped, job) for job in jobs]
-        _follow(futures, counter, tracker)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return [_result(f) for f in futures]
+        for mine in range(min(workers, len(jobs))):
+            started.append(_fork(queue, mine))
+        results = _collect([pipe for _, pipe in started], queue, tracker)
+        finished = True  # every worker has closed its pipe: it is exiting
+        return results
+    finally:  # on Ctrl-C or any error, no worker outlives the call
+        queue.close_feed()
+        os.close(queue.todo)
+        for pid, pipe in started:
+            os.close(pipe)
+            if not finished:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
