@@ -39,7 +39,6 @@ def _perf_option(metavar: str, help: str) -> Any:
 
 def _perf(options: dict[str, object]) -> PerfModel | None:
     """The performance model when any of its options is given (else the plain simulator)."""
-
     from servekit.bench.sim.perf import PerfModel
 
     given = {
@@ -152,7 +151,6 @@ def serve_command(
 ) -> None:
     """Serve /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /version and
     /metrics with a known timing model until interrupted (Ctrl-C)."""
-
     from servekit.bench.loop import LoopKind, run
     from servekit.bench.sim import Fault, SimConfig, serve_forever
     from servekit.cli.output import stderr
