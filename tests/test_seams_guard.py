@@ -1,9 +1,9 @@
 """Foreign exceptions are translated in one place: ``servekit.seams``.
 
 A module outside the seams that catches ``FileNotFoundError`` (or another "cannot read"
-``OSError``) or pydantic's ``ValidationError`` is translating an error by hand, the copy
-that ``seams.read_bytes``/``read_utf8``/``reading`` and ``seams.validating``/``parsing``
-exist to replace. The few catches that translate nothing are listed, each with why.
+``OSError``), pydantic's ``ValidationError`` or PyYAML's ``YAMLError`` is translating an
+error by hand, the copy that ``seams.read_bytes``/``read_utf8``/``reading``,
+``seams.validating``/``parsing`` and ``seams.parse_yaml`` exist to replace. The few catches that translate nothing are listed, each with why.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "servekit"
 SEAMS = SRC / "seams"
-CAUGHT = {"FileNotFoundError", "IsADirectoryError", "PermissionError", "ValidationError"}
+CAUGHT = {
+    "FileNotFoundError",
+    "IsADirectoryError",
+    "PermissionError",
+    "ValidationError",
+    "YAMLError",  # YAML is parsed by seams.parse_yaml (no aliases, no duplicate keys)
+}
 
 # (module, exception) -> how many catches, and why each is not a translation
 ALLOWED: dict[tuple[str, str], int] = {

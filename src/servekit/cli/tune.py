@@ -20,19 +20,15 @@ def _budget(text: str) -> float:
 
 
 def _read(path: Path, kind: str) -> object:
-    import yaml
+    from servekit.seams import parse_yaml, read_utf8
 
-    from servekit.seams import read_utf8
-
-    def unreadable(exc: Exception) -> TuneError:
-        hint = f"see docs/tune.md for the {kind} format"
-        return TuneError(f"{path}: cannot read the {kind} file ({exc})", hint=hint)
+    def unreadable(problem: object, line: int | None = None, hint: str = "") -> TuneError:
+        where = f"line {line}: " if line is not None else ""
+        hint = hint or f"see docs/tune.md for the {kind} format"
+        return TuneError(f"{path}: cannot read the {kind} file ({where}{problem})", hint=hint)
 
     text = read_utf8(path, lambda failure: unreadable(failure.exc))
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise unreadable(exc) from exc
+    return parse_yaml(text, unreadable)[0]
 
 
 def tune(
