@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.errors import UsageError
+from servekit.seams import validating, validation_problems
 
 ENV_PREFIX = "SERVEKIT_"
 
@@ -80,13 +81,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         key = ENV_PREFIX + name.upper()
         if key in env:
             values[name] = env[key]
-    try:
+    with validating(_invalid_setting):
         return Settings.model_validate(values)
-    except ValidationError as exc:
-        from servekit.seams import validation_problems  # yaml stays out of start-up
 
-        names = {name: ENV_PREFIX + name.upper() for name in Settings.model_fields}
-        problems = validation_problems(exc, names)
-        raise UsageError(
-            f"invalid setting: {problems}", hint="see docs/settings.md for each setting's type"
-        ) from exc
+
+def _invalid_setting(exc: ValidationError) -> UsageError:
+    names = {name: ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    problems = validation_problems(exc, names)
+    return UsageError(
+        f"invalid setting: {problems}", hint="see docs/settings.md for each setting's type"
+    )

@@ -236,21 +236,9 @@ class PackageSchemaError(PackageError):
         self.problems = tuple(problems)
 
 
-class EvidenceError(PackageError):
-    """An evidence file is missing or its records are malformed."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | str,
-        line: int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {message}", hint=hint)
-        self.path = str(path)
-        self.line = line
+class EvidenceError(PackageFileError):
+    """An evidence file is missing or its records are malformed (a :class:`PackageFileError`:
+    evidence is a file the package names, and ``except PackageFileError`` catches both)."""
 
 
 # --- claim rules --------------------------------------------------------------

@@ -3,6 +3,7 @@ do not need one: the proposers, the launcher's failures, the CLI's arguments."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -192,3 +193,26 @@ def test_a_draft_for_a_real_engine_states_what_it_cannot_know(tmp_path: Path) ->
         yaml.safe_load((tmp_path / "b" / "out" / "package.yaml").read_text())["accuracy"]["method"]
         == "by_construction"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "id: x\nid: y\n",
+            r"w\.yaml: cannot read the workload file \(line 2: duplicate key 'id'\)",
+        ),
+        ("a: &x 1\nb: *x\n", r"cannot read the workload file \(line 1: YAML anchor 'x'"),
+        (None, r"cannot read the workload file \(\[Errno 2\]"),
+    ],
+)
+def test_the_cli_reads_workload_yaml_through_the_seams(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, problem: str
+) -> None:
+    if text is not None:
+        (tmp_path / "w.yaml").write_text(text)
+    (tmp_path / "s.yaml").write_text("search: {--max-num-seqs: [8]}\n")
+    args = ["tune", "--engine", "sim", "--model", str(tmp_path), "--workload", str(tmp_path / "w.yaml"),
+            "--space", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o")]  # fmt: skip
+    assert main(args) == TuneError.exit_code
+    assert re.search(problem, " ".join(capsys.readouterr().err.split()))

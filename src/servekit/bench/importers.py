@@ -27,6 +27,7 @@ from typing import Any
 from servekit import __version__
 from servekit.errors import BenchError
 from servekit.package.evidence import FORMAT_V1, RequestRecord, RunHeader
+from servekit.seams import ReadFailure, read_utf8
 
 _REQUIRED = ("ttfts", "itls", "input_lens", "output_lens")
 ALWAYS_MISSING = (
@@ -44,12 +45,17 @@ class Imported:
     records: tuple[RequestRecord, ...]
 
 
+def _unreadable(failure: ReadFailure) -> BenchError:
+    if failure.missing:
+        return BenchError(f"{failure.path}: file not found")
+    return BenchError(f"{failure.path}: not a readable JSON file: {failure.exc}")
+
+
 def _load(path: Path) -> dict[str, Any]:
+    text = read_utf8(path, _unreadable)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise BenchError(f"{path}: file not found") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise BenchError(f"{path}: not a readable JSON file: {exc}") from exc
     if not isinstance(data, dict):
         raise BenchError(f"{path}: expected one JSON object (a vllm bench serve result)")

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from servekit.bench.journal import SUFFIX, write_atomic
 from servekit.errors import BenchError, EvidenceError
 from servekit.package.evidence import WorkloadSpec
+from servekit.seams import parsing, read_utf8
 
 MANIFEST_FILE = "manifest.json"
 FORMAT: Literal["servekit.bench-manifest/v1"] = "servekit.bench-manifest/v1"
@@ -75,14 +76,17 @@ def read_manifest(out: Path) -> RunManifest | None:
     path = out / MANIFEST_FILE
     if not path.is_file():
         return None
-    try:
-        return RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, ValueError, ValidationError) as exc:
-        raise EvidenceError(
+
+    def malformed(exc: Exception) -> EvidenceError:
+        return EvidenceError(
             f"not a bench run manifest ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})",
             path=path,
             hint="rerun `servekit bench run`, or pass the evidence files themselves",
-        ) from exc
+        )
+
+    text = read_utf8(path, lambda failure: malformed(failure.exc))
+    with parsing(malformed, ValueError):
+        return RunManifest.model_validate(json.loads(text))
 
 
 def no_evidence(path: Path) -> BenchError:

@@ -26,9 +26,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servekit.catalog.cards import Card
 from servekit.catalog.pages import Catalog, Entry, load_entry
+from servekit.errors import UsageError
 from servekit.package.load import LoadedPackage
 from servekit.package.models import Package
 from servekit.package.source import DirectorySource
+from servekit.seams import ReadFailure, read_optional
 
 PUBLISHED = "published"
 GENERATION = "GENERATION"
@@ -50,10 +52,12 @@ def published_root(home: Path) -> Path:
 
 def generation(home: Path) -> str:
     """The current publish generation ('' when nothing was published yet)."""
-    try:
-        return (published_root(home) / GENERATION).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return ""
+    path = published_root(home) / GENERATION
+    return (read_optional(path, _unreadable) or b"").decode("utf-8", "replace").strip()
+
+
+def _unreadable(failure: ReadFailure) -> UsageError:
+    return UsageError(str(failure), hint="check the permissions of HOME/published")
 
 
 def _bump(root: Path) -> None:

@@ -247,15 +247,13 @@ def run_command(
             hint="raise --requests to at least the highest concurrency, or lower --concurrency",
         )
     # 2. the configuration, then the run
-    from pydantic import ValidationError
-
     from servekit.bench.loop import LoopKind
     from servekit.bench.runner import RunConfig
     from servekit.bench.serveconf import serve_config
     from servekit.package.models import Api
-    from servekit.seams import validation_problems
+    from servekit.seams import validating, validation_problems
 
-    try:
+    with validating(lambda exc: UsageError(validation_problems(exc, _run_options()))):
         config = RunConfig(
             endpoint=endpoint,
             model=model,
@@ -283,8 +281,6 @@ def run_command(
             force=force,
             resume=resume,
         )
-    except ValidationError as exc:
-        raise UsageError(validation_problems(exc, _run_options())) from exc
     _run(config, as_json=as_json)
 
 

@@ -12,6 +12,8 @@ from servekit.engines.sim import NOISE_SEED_ENV
 from servekit.errors import BenchError, UsageError
 
 if TYPE_CHECKING:  # the simulator loads when it serves, not for --help
+    from pydantic import ValidationError
+
     from servekit.bench.sim.perf import PerfModel
 
 app = typer.Typer(
@@ -45,6 +47,16 @@ def _perf(options: dict[str, object]) -> PerfModel | None:
     if not given:
         return None
     return PerfModel.model_validate({**given, "noise_seed": options["noise_seed"]})
+
+
+def _invalid_options(exc: ValidationError) -> UsageError:
+    from servekit.bench.sim import SimConfig
+    from servekit.bench.sim.perf import PerfModel
+    from servekit.seams import option_names, validation_problems
+
+    names = option_names(SimConfig.model_fields, role_chunk="--no-role-chunk")
+    names |= option_names(PerfModel.model_fields, chunked_prefill="--enable-chunked-prefill")
+    return UsageError(validation_problems(exc, names))
 
 
 @app.command("serve")
@@ -139,15 +151,12 @@ def serve_command(
 ) -> None:
     """Serve /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /version and
     /metrics with a known timing model until interrupted (Ctrl-C)."""
-    from pydantic import ValidationError
-
     from servekit.bench.loop import LoopKind, run
     from servekit.bench.sim import Fault, SimConfig, serve_forever
-    from servekit.bench.sim.perf import PerfModel
     from servekit.cli.output import stderr
-    from servekit.seams import option_names, validation_problems
+    from servekit.seams import validating
 
-    try:
+    with validating(_invalid_options):
         config = SimConfig(
             model=model,
             ttft_ms=ttft_ms,
@@ -167,10 +176,6 @@ def serve_command(
             fault_match=fault_match,
             perf=_perf(locals()),
         )
-    except ValidationError as exc:
-        names = option_names(SimConfig.model_fields, role_chunk="--no-role-chunk")
-        names |= option_names(PerfModel.model_fields, chunked_prefill="--enable-chunked-prefill")
-        raise UsageError(validation_problems(exc, names)) from exc
     problem = config.perf.startup_problem(max_model_len) if config.perf else None
     if problem:
         raise BenchError(f"the simulated engine does not start: {problem}",

@@ -20,15 +20,15 @@ def _budget(text: str) -> float:
 
 
 def _read(path: Path, kind: str) -> object:
-    import yaml
+    from servekit.seams import parse_yaml, read_utf8
 
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise TuneError(
-            f"{path}: cannot read the {kind} file ({exc})",
-            hint=f"see docs/tune.md for the {kind} format",
-        ) from exc
+    def unreadable(problem: object, line: int | None = None, hint: str = "") -> TuneError:
+        where = f"line {line}: " if line is not None else ""
+        hint = hint or f"see docs/tune.md for the {kind} format"
+        return TuneError(f"{path}: cannot read the {kind} file ({where}{problem})", hint=hint)
+
+    text = read_utf8(path, lambda failure: unreadable(failure.exc))
+    return parse_yaml(text, unreadable)[0]
 
 
 def tune(
@@ -93,16 +93,15 @@ def tune(
     speculative decoding) are refused unless --allow-numerics. docs/tune.md
     explains the loop, the statistics and what the tuner cannot know.
     """
-    from pydantic import ValidationError
-
     from servekit.cli.output import print_json, stderr, stdout
     from servekit.progress import track_count
-    from servekit.seams import validation_problems
+    from servekit.seams import validating, validation_problems
     from servekit.tune.models import TuneConfig
     from servekit.tune.run import tune as run_tune
 
     name, budget_s = ("servekit-sim" if engine == "sim" else engine), _budget(budget)
-    try:
+    hint = "docs/tune.md shows both file formats"
+    with validating(lambda exc: TuneError(validation_problems(exc, {}), hint=hint)):
         config = TuneConfig.model_validate({
             "engine": name, "model_dir": model, "served_name": served_name or model.resolve().name,
             "workload": _read(workload, "workload"), "space": _read(space, "space"),
@@ -110,10 +109,6 @@ def tune(
             "confirm_pairs": confirm_pairs, "out": out, "gpus": gpus, "hardware": hardware,
             "allow_numerics": allow_numerics, "seed": seed,
         })  # fmt: skip
-    except ValidationError as exc:
-        raise TuneError(
-            validation_problems(exc, {}), hint="docs/tune.md shows both file formats"
-        ) from exc
     total = (max_candidates or config.space.size() + 1) + 2 * confirm_pairs
     with track_count("tune", total, unit="engine runs") as tracker:
         outcome = run_tune(config, tracker, stderr.print if not as_json else None)

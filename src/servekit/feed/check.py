@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from servekit.errors import (
     FeedExpiredError,
     FeedMalformedError,
@@ -57,7 +55,7 @@ from servekit.receipts.dsse import MAX_RECEIPT_BYTES, decode_envelope
 from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import TrustStore
 from servekit.receipts.signing import verify_envelope
-from servekit.seams import problem_text
+from servekit.seams import ReadFailure, parsing, problem_text, reading
 
 MAX_FEED_BYTES = MAX_RECEIPT_BYTES
 """A feed is read like a receipt: at most a megabyte, and never more than one byte past it."""
@@ -83,13 +81,14 @@ def _malformed(file: str, actual: str) -> FeedMalformedError:
 
 def _read(path: Path) -> bytes:
     """The feed's bytes, reading at most one byte past the limit (a huge file is refused)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_FEED_BYTES + 1)
-    except OSError as exc:
-        raise FeedMalformedError(
-            "the feed cannot be read", file=str(path), actual=str(exc)
-        ) from exc
+
+    def unreadable(failure: ReadFailure) -> FeedMalformedError:
+        return FeedMalformedError(
+            "the feed cannot be read", file=str(path), actual=str(failure.exc)
+        )
+
+    with reading(path, unreadable), path.open("rb") as fh:
+        data = fh.read(MAX_FEED_BYTES + 1)
     if len(data) > MAX_FEED_BYTES:
         raise FeedMalformedError(
             "the feed is larger than a feed may be",
@@ -154,12 +153,10 @@ def _verified_payload(data: bytes, trust: TrustStore, file: str) -> tuple[bytes,
 
 
 def _statement(payload: bytes, key_id: str, file: str) -> FeedStatement:
-    try:
+    with parsing(lambda exc: _malformed(file, problem_text(exc)), ValueError, KeyError, TypeError):
         obj: Any = json.loads(payload)
         raw_retractions = obj["predicate"]["retractions"]
         statement = FeedStatement.model_validate(obj)
-    except (ValueError, KeyError, TypeError, ValidationError) as exc:
-        raise _malformed(file, problem_text(exc)) from exc
     if (statement.type, statement.predicate_type) != (STATEMENT_TYPE, FEED_PREDICATE_TYPE):
         raise _malformed(file, f"{statement.type} / {statement.predicate_type}")
     subject = statement.subject[0]

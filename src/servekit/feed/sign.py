@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from servekit.errors import FeedMalformedError, UsageError
 from servekit.feed.models import (
@@ -37,7 +37,14 @@ from servekit.receipts.dsse import b64decode
 from servekit.receipts.formats import DIGEST_ALGORITHM, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, load_signing_key
 from servekit.receipts.signing import sign_payload
-from servekit.seams import parse_yaml, read_text, validation_problems
+from servekit.seams import (
+    parse_yaml,
+    parsing,
+    read_optional,
+    read_text,
+    validating,
+    validation_problems,
+)
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -119,25 +126,26 @@ def load_feed_source(path: Path) -> FeedSource:
 
     text = read_text(path, lambda message: malformed(message, None, "check the path"))
     data, _ = parse_yaml(text, malformed)
-    try:
+    with validating(lambda exc: malformed(validation_problems(exc))):
         return FeedSource.model_validate(data)
-    except ValidationError as exc:
-        raise malformed(validation_problems(exc)) from exc
 
 
 def _serial_in(path: Path) -> int:
     """The serial of a feed already written at ``path`` (0 when there is none)."""
-    try:
-        envelope = json.loads(path.read_bytes())
-        statement = json.loads(b64decode(envelope["payload"]))
-        return int(statement["predicate"]["serial"])
-    except FileNotFoundError:
-        return 0
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(
+
+    def unknown(exc: object) -> UsageError:
+        return UsageError(
             f"{path} exists and is not a signed feed, so its serial is unknown",
             hint="choose another -o, or move the file aside",
-        ) from exc
+        )
+
+    data = read_optional(path, unknown)
+    if data is None:
+        return 0
+    with parsing(unknown, ValueError, KeyError, TypeError):
+        envelope = json.loads(data)
+        statement = json.loads(b64decode(envelope["payload"]))
+        return int(statement["predicate"]["serial"])
 
 
 def sign_feed_file(

@@ -17,11 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from servekit.config import load_settings
 from servekit.errors import UsageError
-from servekit.seams import problem_text
+from servekit.seams import parsing, problem_text, read_optional
 
 STATE_FILE = "feed-state.json"
 Side = Literal["seen", "signed"]
@@ -55,16 +55,19 @@ def default_state_path() -> Path:
 
 def read_state(path: Path) -> FeedState:
     """The state at ``path``; a missing file is an empty state."""
-    try:
-        return FeedState.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        return FeedState()
-    except (OSError, ValidationError) as exc:
-        raise UsageError(
+
+    def unreadable(exc: Exception) -> UsageError:
+        return UsageError(
             f"{path}: the feed state file cannot be read: {problem_text(exc)}",
             hint="it only records serials; move it aside to start again (rollback protection "
             "restarts from the next feed seen)",
-        ) from exc
+        )
+
+    data = read_optional(path, lambda failure: unreadable(failure.exc))
+    if data is None:
+        return FeedState()
+    with parsing(unreadable):
+        return FeedState.model_validate_json(data)
 
 
 def write_state(path: Path, state: FeedState) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from servekit.errors import ArchitectureError
+from servekit.seams import ReadFailure, read_utf8
 
 # architecture name -> family; the family decides which fields are needed
 FAMILIES: dict[str, str] = {
@@ -145,15 +146,19 @@ class Architecture:
         return self.family == "mla"
 
 
+def _unreadable(failure: ReadFailure) -> ArchitectureError:
+    if failure.missing:
+        hint = "pass a model directory that holds config.json"
+        return ArchitectureError(f"{failure.path}: no config.json", hint=hint)
+    return ArchitectureError(f"{failure.path}: not readable JSON: {failure.exc}")
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """``config.json`` as a dict, or an :class:`ArchitectureError` that says why not."""
+    text = read_utf8(path, _unreadable)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ArchitectureError(
-            f"{path}: no config.json", hint="pass a model directory that holds config.json"
-        ) from exc
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise ArchitectureError(f"{path}: not readable JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ArchitectureError(f"{path}: config.json is not a JSON object")

@@ -11,15 +11,18 @@ from servekit.errors import PackageError, PackageFileError
 from servekit.package.files import GENERATED, package_sources
 from servekit.package.load import LoadedPackage
 from servekit.receipts.archive import NAME_BYTES
+from servekit.seams import ReadFailure, read_bytes
 
 
 def read_package_file(loaded: LoadedPackage, relative: str) -> bytes:
     """The bytes of a file of the package, or a :class:`PackageFileError`."""
     path = loaded.path(relative)
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise PackageFileError(f"cannot read: {exc.strerror}", path=path) from exc
+    return read_bytes(path, _unreadable)
+
+
+def _unreadable(failure: ReadFailure) -> PackageFileError:
+    strerror = failure.exc.strerror if isinstance(failure.exc, OSError) else failure.reason
+    return PackageFileError(f"cannot read: {strerror}", path=failure.path)
 
 
 def _reserved(kit_path: str, relative: str) -> PackageError:

@@ -25,6 +25,7 @@ import json
 import random
 from collections.abc import Iterable
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servekit.errors import EvidenceError
 from servekit.package.source import DirectorySource, FileSource
-from servekit.seams import validation_problems
+from servekit.seams import ReadFailure, reading, validating, validation_problems
 
 FORMAT_V1: Literal["servekit.bench/v1"] = "servekit.bench/v1"
 FORMAT_V2: Literal["servekit.bench/v2"] = "servekit.bench/v2"
@@ -316,6 +317,17 @@ def _parse_line(path: Path, number: int, text: str) -> dict[str, object]:
     return obj
 
 
+def _invalid_record(path: Path, number: int, first: bool, exc: ValidationError) -> EvidenceError:
+    kind = "run header" if first else "request record"
+    return EvidenceError(
+        f"invalid {kind}: {validation_problems(exc)}",
+        path=path,
+        line=number,
+        hint=f"the first line is the run header and each later line a request "
+        f"({FORMAT_V1} or {FORMAT_V2}); see docs/metrics.md",
+    )
+
+
 def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
     """Parse evidence lines; ``path`` is only used in messages."""
     header: RunHeader | None = None
@@ -324,20 +336,11 @@ def parse_evidence(path: Path, lines: Iterable[str]) -> Evidence:
         if not text.strip():
             continue
         obj = _parse_line(path, number, text)
-        try:
+        with validating(partial(_invalid_record, path, number, header is None)):
             if header is None:
                 header = RunHeader.model_validate(obj)
             else:
                 requests.append(RequestRecord.model_validate(obj))
-        except ValidationError as exc:
-            kind = "run header" if header is None else "request record"
-            raise EvidenceError(
-                f"invalid {kind}: {validation_problems(exc)}",
-                path=path,
-                line=number,
-                hint=f"the first line is the run header and each later line a request "
-                f"({FORMAT_V1} or {FORMAT_V2}); see docs/metrics.md",
-            ) from exc
     if header is None:
         raise EvidenceError(
             "empty evidence file", path=path, hint="write it with `servekit bench run`"
@@ -357,18 +360,17 @@ def read_evidence(source: FileSource, relative: str) -> Evidence:
     The bytes are decoded as reading the file in text mode does (UTF-8, universal
     newlines), so a file reads the same, line for line, from a directory or a kit."""
     path = source.where(relative)
-    try:
+    with reading(path, _unreadable):
         data = source.read_bytes(relative)
         with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8") as fh:
             return parse_evidence(path, fh)
-    except FileNotFoundError as exc:
-        raise EvidenceError(
-            "evidence file not found",
-            path=path,
-            hint="add the raw file under evidence/ or fix the run's `file` path",
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvidenceError(f"cannot read evidence file: {exc}", path=path) from exc
+
+
+def _unreadable(failure: ReadFailure) -> EvidenceError:
+    if failure.missing:
+        hint = "add the raw file under evidence/ or fix the run's `file` path"
+        return EvidenceError("evidence file not found", path=failure.path, hint=hint)
+    return EvidenceError(f"cannot read evidence file: {failure.exc}", path=failure.path)
 
 
 def evidence_line(record: RunHeader | RequestRecord) -> str:

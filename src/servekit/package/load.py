@@ -23,7 +23,14 @@ from servekit.errors import PackageError, PackageFileError, PackageSchemaError, 
 from servekit.package.files import PACKAGE_FILE, Role, check_distinct_runs, package_files
 from servekit.package.models import Package
 from servekit.package.source import DirectorySource, FileSource
-from servekit.seams import YamlErrorFactory, field_problems, parse_yaml
+from servekit.seams import (
+    ReadFailure,
+    YamlErrorFactory,
+    field_problems,
+    parse_yaml,
+    read_utf8,
+    validating,
+)
 
 
 @dataclass(frozen=True)
@@ -89,10 +96,8 @@ def parse_package(path: Path, text: str) -> Package:
         raise PackageFileError(
             "the top level must be a mapping of fields", path=path, line=1, hint="see examples/"
         )
-    try:
+    with validating(lambda exc: PackageSchemaError(path=path, problems=_problems(node, exc))):
         return Package.model_validate(data)
-    except ValidationError as exc:
-        raise PackageSchemaError(path=path, problems=_problems(node, exc)) from exc
 
 
 def referenced_files(package: Package) -> list[tuple[str, str]]:
@@ -124,6 +129,13 @@ def loaded_from(package: Package, source: FileSource) -> LoadedPackage:
     return LoadedPackage(package=package, source=source)
 
 
+def _unreadable(failure: ReadFailure) -> PackageFileError:
+    if failure.missing:
+        hint = "create it; see examples/packages/"
+        return PackageFileError("package.yaml not found", path=failure.path, hint=hint)
+    return PackageFileError(f"cannot read: {failure.exc}", path=failure.path)
+
+
 def load_package(directory: Path | str) -> LoadedPackage:
     """Load and validate a package directory (raises :class:`PackageError`)."""
     root = Path(directory)
@@ -133,12 +145,5 @@ def load_package(directory: Path | str) -> LoadedPackage:
             hint="pass the directory that holds package.yaml, evidence/, licenses/ and build/",
         )
     manifest = root / PACKAGE_FILE
-    try:
-        text = manifest.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise PackageFileError(
-            "package.yaml not found", path=manifest, hint="create it; see examples/packages/"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PackageFileError(f"cannot read: {exc}", path=manifest) from exc
+    text = read_utf8(manifest, _unreadable)
     return loaded_from(parse_package(manifest, text), DirectorySource(root))

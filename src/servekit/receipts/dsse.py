@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from servekit.errors import NonCanonicalReceiptError, ReceiptLimitError, SignatureError
 from servekit.receipts.canonical import (
@@ -28,7 +28,7 @@ from servekit.receipts.canonical import (
     nesting_depth,
     strict_loads,
 )
-from servekit.seams import problem_text
+from servekit.seams import parsing, problem_text
 
 MAX_RECEIPT_BYTES = 1024 * 1024
 """A receipt is a few kilobytes; a megabyte leaves room for hundreds of figures."""
@@ -125,13 +125,16 @@ def strict_json(data: bytes, *, file: str) -> object:
 
 
 def _parse(data: bytes, file: str) -> Envelope:
-    try:
+    with parsing(
+        lambda exc: _bad_envelope(file, problem_text(exc)),
+        ValueError,
+        binascii.Error,
+        UnicodeEncodeError,
+    ):
         envelope = Envelope.model_validate(strict_json(data, file=file))
         envelope.payload_bytes  # noqa: B018 - validates the base64 now, not later
         for s in envelope.signatures:
             b64decode(s.sig)
-    except (ValueError, ValidationError, binascii.Error, UnicodeEncodeError) as exc:
-        raise _bad_envelope(file, problem_text(exc)) from exc
     return envelope
 
 

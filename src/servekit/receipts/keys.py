@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from servekit.errors import SigningKeyError
 from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.trust import BARE_KEY_GRANT, Grant, Scope, parse_trust_file
+from servekit.seams import ReadFailure, read_bytes, reading
 
 PRIVATE_KEY_FILE = "servekit.key"
 PUBLIC_KEY_FILE = "servekit.pub"
@@ -140,14 +141,15 @@ def write_key_pair(key: SigningKey, directory: Path) -> KeyPairPaths:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise SigningKeyError(
-            f"{path}: key file not found", hint="create one with `servekit keys generate`"
-        ) from exc
-    except OSError as exc:
-        raise SigningKeyError(f"{path}: cannot read: {exc.strerror}") from exc
+    return read_bytes(path, _unreadable)
+
+
+def _unreadable(failure: ReadFailure) -> SigningKeyError:
+    if failure.missing:
+        hint = "create one with `servekit keys generate`"
+        return SigningKeyError(f"{failure.path}: key file not found", hint=hint)
+    strerror = failure.exc.strerror if isinstance(failure.exc, OSError) else failure.reason
+    return SigningKeyError(f"{failure.path}: cannot read: {strerror}")
 
 
 def _check_private_mode(path: Path) -> None:
@@ -295,11 +297,12 @@ def _neither(path: Path, why: str) -> SigningKeyError:
 
 
 def _read_bounded(path: Path) -> bytes:
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_TRUST_FILE_BYTES + 1)
-    except OSError as exc:
-        raise SigningKeyError(f"{path}: cannot read the trust store: {exc.strerror}") from exc
+    def unreadable(failure: ReadFailure) -> SigningKeyError:
+        strerror = failure.exc.strerror if isinstance(failure.exc, OSError) else failure.reason
+        return SigningKeyError(f"{path}: cannot read the trust store: {strerror}")
+
+    with reading(path, unreadable), path.open("rb") as fh:
+        data = fh.read(MAX_TRUST_FILE_BYTES + 1)
     if len(data) > MAX_TRUST_FILE_BYTES:
         raise _neither(path, f"is larger than {MAX_TRUST_FILE_BYTES} bytes: not a trust store")
     return data

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from servekit.errors import SignatureError, SubjectMismatchError, UntrustedKeyError
 from servekit.receipts.canonical import is_canonical
 from servekit.receipts.dsse import (
@@ -28,7 +26,7 @@ from servekit.receipts.dsse import (
 from servekit.receipts.formats import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE
 from servekit.receipts.keys import SigningKey, TrustStore
 from servekit.receipts.models import Statement
-from servekit.seams import validation_problems
+from servekit.seams import validating, validation_problems
 
 
 def sign_payload(payload: bytes, key: SigningKey) -> bytes:
@@ -134,12 +132,11 @@ def read_statement(verified: VerifiedPayload, *, file: str) -> Statement:
     for field, expected in (("_type", STATEMENT_TYPE), ("predicateType", PREDICATE_TYPE)):
         if obj.get(field) != expected:
             raise _statement_mismatch(field, expected, repr(obj.get(field)), file)
-    try:
+    shape = "servekit receipt predicate v1"
+    with validating(
+        lambda exc: _statement_mismatch("shape", shape, validation_problems(exc), file)
+    ):
         statement = Statement.model_validate(obj)
-    except ValidationError as exc:
-        raise _statement_mismatch(
-            "shape", "servekit receipt predicate v1", validation_problems(exc), file
-        ) from exc
     if statement.predicate.publisher_key_id != verified.key_id:
         raise SignatureError(
             "the receipt names another publisher key than the one that signed it",

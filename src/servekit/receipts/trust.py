@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from servekit.errors import SigningKeyError
+from servekit.seams import ReadFailure, read_bytes
 
 _KEY_ID = re.compile(r"^[0-9a-f]{64}$")
 _PATTERN = re.compile(r"^[A-Za-z0-9._*?+-]+$")
@@ -113,10 +114,16 @@ def _pem(path: Path, key_id: str, value: Any, base: Path | None) -> bytes:
         return value.encode("ascii", "replace")
     if base is None:  # a fetched trust file names no file on this machine
         raise _bad(path, f"keys.{key_id}.public_key must hold the PEM itself, not a file name")
-    try:
-        return (base / value).read_bytes()
-    except OSError as exc:
-        raise _bad(path, f"keys.{key_id}.public_key: cannot read {value}: {exc.strerror}") from exc
+    return read_bytes(
+        base / value,
+        lambda failure: _bad(
+            path, f"keys.{key_id}.public_key: cannot read {value}: {_strerror(failure)}"
+        ),
+    )
+
+
+def _strerror(failure: ReadFailure) -> str | None:
+    return failure.exc.strerror if isinstance(failure.exc, OSError) else failure.reason
 
 
 def _scope(path: Path, where: str, table: Any) -> Scope:

@@ -18,8 +18,6 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from servekit.errors import ReplayError
 from servekit.package.evidence import Evidence, load_evidence
 from servekit.package.files import RECEIPT_FILE
@@ -35,7 +33,7 @@ from servekit.replay.models import (
     Verdict,
     WorkloadResult,
 )
-from servekit.seams import problem_text
+from servekit.seams import ReadFailure, parsing, problem_text, read_bytes
 from servekit.verify.archive import read_kit
 from servekit.verify.contents import kit_package
 
@@ -43,14 +41,20 @@ from servekit.verify.contents import kit_package
 def read_header(directory: Path) -> ReplayHeader:
     """``replay.json`` of a replay directory."""
     path = directory / REPLAY_FILE
-    try:
-        return ReplayHeader.model_validate_json(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise ReplayError(
-            f"{path} not found", hint="DIR is the --out of `servekit bench replay`"
-        ) from exc
-    except (OSError, ValidationError, json.JSONDecodeError) as exc:
-        raise ReplayError(f"{path} is not a replay header: {problem_text(exc)}") from exc
+
+    def not_a_header(exc: Exception) -> ReplayError:
+        return ReplayError(f"{path} is not a replay header: {problem_text(exc)}")
+
+    def unreadable(failure: ReadFailure) -> ReplayError:
+        if failure.missing:
+            return ReplayError(
+                f"{path} not found", hint="DIR is the --out of `servekit bench replay`"
+            )
+        return not_a_header(failure.exc)
+
+    data = read_bytes(path, unreadable)
+    with parsing(not_a_header, json.JSONDecodeError):
+        return ReplayHeader.model_validate_json(data)
 
 
 def contained(directory: Path, name: str) -> Path:
@@ -77,10 +81,8 @@ def contained(directory: Path, name: str) -> Path:
 
 def _load(directory: Path, entry: ReplayFile) -> Evidence:
     path = contained(directory, entry.file)
-    try:
-        actual = sha256_hex(path.read_bytes())
-    except OSError as exc:
-        raise ReplayError(f"{path} cannot be read: {exc}") from exc
+    data = read_bytes(path, lambda failure: ReplayError(f"{path} cannot be read: {failure.exc}"))
+    actual = sha256_hex(data)
     if actual != entry.sha256:
         raise ReplayError(
             f"{path} is not the file the replay wrote (sha256 {actual}, replay.json "

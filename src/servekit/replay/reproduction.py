@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from servekit import __version__
 from servekit.errors import ReplayError, ReproductionError, SignatureError, UntrustedKeyError
@@ -51,7 +51,7 @@ from servekit.replay.models import (
     Verdict,
     WorkloadResult,
 )
-from servekit.seams import problem_text
+from servekit.seams import parsing, problem_text, read_bytes
 from servekit.verify.archive import read_kit
 from servekit.verify.contents import kit_package
 from servekit.verify.kit import check_manifest
@@ -132,16 +132,13 @@ def _mismatch(message: str, file: str, expected: str, actual: str) -> Reproducti
 
 
 def _statement(payload: bytes, key_id: str, file: str) -> ReproductionStatement:
-    try:
+    def failed(exc: Exception) -> ReproductionError:
+        expected = "reproduction predicate v1"
+        return _mismatch("not a servekit reproduction", file, expected, problem_text(exc))
+
+    with parsing(failed, ValueError):
         obj = json.loads(payload)
         statement = ReproductionStatement.model_validate(obj)
-    except (ValueError, ValidationError) as exc:
-        raise _mismatch(
-            "not a servekit reproduction",
-            file,
-            "reproduction predicate v1",
-            problem_text(exc),
-        ) from exc
     types = (statement.type, statement.predicate_type)
     if types != (STATEMENT_TYPE, REPRODUCTION_PREDICATE_TYPE):
         wanted = f"{STATEMENT_TYPE} / {REPRODUCTION_PREDICATE_TYPE}"
@@ -401,12 +398,12 @@ def verify_reproduction(
 ) -> VerifiedReproduction:
     """Verify a signed reproduction (see the module docstring)."""
     file = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReproductionError(
-            "the reproduction cannot be read", file=file, actual=str(exc)
-        ) from exc
+    data = read_bytes(
+        path,
+        lambda failure: ReproductionError(
+            "the reproduction cannot be read", file=file, actual=str(failure.exc)
+        ),
+    )
     verified = _verified(data, trust, file)  # 1
     statement = _statement(verified.payload, verified.key_id, file)  # 2
     predicate = statement.predicate

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from servekit.errors import LicenceRequiredError, StoreError, StoreNotFoundError
 from servekit.kit.archive import kit_filename
+from servekit.seams import read_bytes
 from servekit.store.accounts import require_buyer
 from servekit.store.db import Rows
 from servekit.store.models import (
@@ -229,13 +230,13 @@ def download(
         ver.id if ver.id in _signed(principal.workspace_id, [ver], session) else None,
     )
     path = kit_path(kits_dir, ver.kit_sha256)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(
+    data = read_bytes(
+        path,
+        lambda failure: StoreError(
             f"kit bytes of {package_id} {ver.version} are missing at {path}",
             hint="restore SERVEKIT_HOME/kits from the backup (docs/store.md)",
-        ) from exc
+        ),
+    )
     session.add(
         Download(
             workspace_id=principal.workspace_id,

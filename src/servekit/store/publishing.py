@@ -37,6 +37,7 @@ from servekit.kit.build import build_kit
 from servekit.package import load_package
 from servekit.package.files import PACKAGE_FILE
 from servekit.package.models import Package, PackageStatus, Tier
+from servekit.seams import read_utf8
 from servekit.store.models import PackageVersion, utcnow
 from servekit.store.results import PublishResult, VersionInfo
 
@@ -118,10 +119,12 @@ def version_info(row: PackageVersion) -> VersionInfo:
 
 def _licence_text(package_dir: Path, package: Package) -> str:
     path = package_dir / package.license.file
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PackageFileError(f"cannot read the package licence: {exc}", path=path) from exc
+    return read_utf8(
+        path,
+        lambda failure: PackageFileError(
+            f"cannot read the package licence: {failure.exc}", path=path
+        ),
+    )
 
 
 def _row(

@@ -23,13 +23,13 @@ started: there is no time-to-live. How each request finds out:
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from threading import Lock
 
 from servekit.catalog.pages import Catalog
 from servekit.catalog.publish import GENERATION, generation, load_published, published_root
+from servekit.seams import read_head
 from servekit.store import publishing
 from servekit.store.db import Store
 
@@ -52,16 +52,8 @@ class DataVersion:
 
 
 def _read_small(path: str) -> bytes:
-    """The first 256 bytes of ``path`` (b'' if it is missing): the generation, read with
-    two system calls rather than ``Path.read_text``'s buffered text stack."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return b""
-    try:
-        return os.read(fd, 256)
-    finally:
-        os.close(fd)
+    """The first 256 bytes of ``path`` (b'' if it is missing): the generation."""
+    return read_head(path, 256)
 
 
 def _data_version(store: Store) -> DataVersion | None:

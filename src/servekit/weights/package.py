@@ -26,6 +26,7 @@ from servekit.errors import Error, FileChangedError, PackageError, PackageFileEr
 from servekit.package.files import PACKAGE_FILE, PIN_FILE
 from servekit.package.load import LoadedPackage, load_package, parse_package
 from servekit.package.models import ModelPin
+from servekit.seams import ReadFailure, read_utf8
 from servekit.weights.models import WeightsPin
 from servekit.weights.pinfile import parse_pin, pin_json
 
@@ -163,6 +164,13 @@ def check_pin_agrees(model: ModelPin, pin: WeightsPin, pin_file: str) -> None:
             )
 
 
+def _unreadable_pin(failure: ReadFailure) -> PackageError:
+    return PackageError(
+        f"{failure.path}: cannot read the pin file model.files names: {failure.exc}",
+        hint="restore the pin file, or pin again with `servekit model pin`",
+    )
+
+
 def package_pin_of(model: ModelPin, text: str, source: str) -> WeightsPin:
     """The pin file of a package (read from its directory or from a kit), checked against
     its ``model`` section: the one rule ``verify weights --package`` and ``--kit`` share."""
@@ -182,11 +190,5 @@ def package_pin(directory: Path) -> tuple[LoadedPackage, WeightsPin | None]:
     if model.files is None:
         return loaded, None
     path = loaded.path(model.files)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PackageError(
-            f"{path}: cannot read the pin file model.files names: {exc}",
-            hint="restore the pin file, or pin again with `servekit model pin`",
-        ) from exc
+    text = read_utf8(path, _unreadable_pin)
     return loaded, package_pin_of(model, text, str(path))

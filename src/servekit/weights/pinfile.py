@@ -12,10 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from servekit.errors import FileChangedError, UsageError
-from servekit.seams import validation_problems
+from servekit.seams import ReadFailure, read_utf8, validating, validation_problems
 from servekit.weights.digest import tree_digest
 from servekit.weights.models import WeightsPin
 
@@ -41,17 +39,19 @@ def write_pin(pin: WeightsPin, path: Path) -> None:
 def parse_pin(text: str, *, source: str) -> WeightsPin:
     """Parse and check pin text; ``source`` names it in messages."""
     try:
-        pin = WeightsPin.model_validate(json.loads(text))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"{source}: not valid JSON (line {exc.lineno}): {exc.msg}",
             hint="pass a pin written by `servekit model pin` or `servekit model digest`",
         ) from exc
-    except ValidationError as exc:
-        raise UsageError(
-            f"{source}: not a valid model pin: {validation_problems(exc)}",
-            hint="docs/digest.md describes the pin format",
-        ) from exc
+    hint = "docs/digest.md describes the pin format"
+    with validating(
+        lambda exc: UsageError(
+            f"{source}: not a valid model pin: {validation_problems(exc)}", hint=hint
+        )
+    ):
+        pin = WeightsPin.model_validate(data)
     recomputed = tree_digest(pin.files)
     if recomputed != pin.tree_digest:
         raise FileChangedError(
@@ -66,10 +66,11 @@ def parse_pin(text: str, *, source: str) -> WeightsPin:
 
 def read_pin(path: Path) -> WeightsPin:
     """Read and check a pin file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise UsageError(f"{path}: no such pin file", hint="check the path") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the pin: {exc}") from exc
+    text = read_utf8(path, _unreadable)
     return parse_pin(text, source=str(path))
+
+
+def _unreadable(failure: ReadFailure) -> UsageError:
+    if failure.missing:
+        return UsageError(f"{failure.path}: no such pin file", hint="check the path")
+    return UsageError(f"{failure.path}: cannot read the pin: {failure.exc}")

@@ -7,7 +7,7 @@ from servekit.package.evidence import Evidence
 from servekit.package.models import DisclosureTopic, Modality, Provenance
 from servekit.package.rules.context import Context
 from servekit.package.rules.engines import engine_key
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 SIM_ENGINE = "servekit-sim"  # what servekit's simulator calls itself on /version
 
@@ -36,8 +36,7 @@ def stated_modalities(ctx: Context) -> set[str]:
 
 
 @rule(
-    "SK112",
-    "modality-disclosure",
+    RuleId.MODALITY_DISCLOSURE,
     "A modality the model has but no measured record carried, and no reported figure's "
     "source states, has a disclosure.",
     "The vision path that was never measured is disclosed (K3's MoonViT tower).",
@@ -49,7 +48,7 @@ def modality_disclosure(ctx: Context) -> Findings:
         m = comp.modality.value
         if m not in exercised and not ctx.disclosed(DisclosureTopic.MODALITY, m):
             yield finding(
-                "SK112", "disclosures",
+                RuleId.MODALITY_DISCLOSURE, "disclosures",
                 f"the model has a {m} path ({comp.component or 'no component named'}) that no "
                 "measured record carried and no reported figure's source states",
                 f"add a disclosure with topic: modality, subject: {m} (not characterized), or "
@@ -73,8 +72,7 @@ def covered_context(ctx: Context) -> int:
 
 
 @rule(
-    "SK113",
-    "context-disclosure",
+    RuleId.CONTEXT_DISCLOSURE,
     "A supported context longer than the longest prompt plus output the records carried has a disclosure.",
     "Long context that was not measured is disclosed (1M supported, 36K measured).",
 )
@@ -83,14 +81,17 @@ def context_disclosure(ctx: Context) -> Findings:
     covered = covered_context(ctx)
     if pkg.model.context_length > covered and not ctx.disclosed(DisclosureTopic.CONTEXT):
         yield finding(
-            "SK113", "disclosures",
+            RuleId.CONTEXT_DISCLOSURE, "disclosures",
             f"the model supports {pkg.model.context_length} tokens of context; the records "
             f"covered at most {covered}",
             "add a disclosure with topic: context saying what was not measured",
         )  # fmt: skip
     if Modality.TEXT not in {m for w in pkg.workloads for m in w.modalities}:
         yield finding(
-            "SK113", "workloads", "no workload exercises text", "declare the workload's modalities"
+            RuleId.CONTEXT_DISCLOSURE,
+            "workloads",
+            "no workload exercises text",
+            "declare the workload's modalities",
         )
 
 
@@ -101,8 +102,7 @@ def is_simulator(ev: Evidence) -> bool:
 
 
 @rule(
-    "SK117",
-    "simulator-disclosure",
+    RuleId.SIMULATOR_DISCLOSURE,
     "Figures measured against servekit's simulator are disclosed as such.",
     "Simulator output is never presented as a measurement of a real engine.",
 )
@@ -115,6 +115,6 @@ def simulator_disclosure(ctx: Context) -> Findings:
     )
     if simulated and not ctx.disclosed(DisclosureTopic.SIMULATOR):
         yield finding(
-            "SK117", "disclosures", "runs were measured against servekit's simulator, not a real engine",
+            RuleId.SIMULATOR_DISCLOSURE, "disclosures", "runs were measured against servekit's simulator, not a real engine",
             "add a disclosure with topic: simulator; never present these as engine measurements",
         )  # fmt: skip

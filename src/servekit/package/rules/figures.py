@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from servekit.package.models import DisclosureTopic, Figure, Metric, Provenance, Scope, Statistic
 from servekit.package.rules.context import Context
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 
 def within_rounding(value: float, recomputed: float, decimals: int) -> bool:
@@ -15,8 +15,7 @@ def within_rounding(value: float, recomputed: float, decimals: int) -> bool:
 
 
 @rule(
-    "SK101",
-    "measured-recomputes",
+    RuleId.MEASURED_RECOMPUTES,
     "A measured figure equals its recomputation from the raw records, within its stated rounding.",
     "A headline number that its own raw file does not give is never shown as measured.",
 )
@@ -27,7 +26,7 @@ def measured_recomputes(ctx: Context) -> Findings:
         got = ctx.recompute(f, f.runs[0])
         if got is not None and not within_rounding(f.value, got, f.decimals):
             yield finding(
-                "SK101",
+                RuleId.MEASURED_RECOMPUTES,
                 f"{where}.value",
                 f"'{f.label}' states {f.value:g} {f.unit} but run {f.runs[0]} recomputes to "
                 f"{got:.{f.decimals}f} {f.unit} ({f.metric.value} {f.statistic.value}, "
@@ -39,8 +38,7 @@ def measured_recomputes(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK102",
-    "measured-needs-records",
+    RuleId.MEASURED_NEEDS_RECORDS,
     "A figure with no raw per-request records cannot be published as measured.",
     "A number whose raw file was not kept is not published (the wider sweep with no raw file).",
 )
@@ -48,7 +46,7 @@ def measured_needs_records(ctx: Context) -> Findings:
     for where, f in ctx.measured_figures():
         if not f.runs:
             yield finding(
-                "SK102",
+                RuleId.MEASURED_NEEDS_RECORDS,
                 f"{where}.runs",
                 f"'{f.label}' is marked measured but names no run",
                 "add the raw per-request records as a run, or mark it reported with a source",
@@ -65,7 +63,7 @@ def _run_carries(ctx: Context, where: str, f: Figure, run_id: str) -> Findings:
         return  # a retracted run is read by no rule; SK128 refuses the figure that names it
     if run is None:
         yield finding(
-            "SK102",
+            RuleId.MEASURED_NEEDS_RECORDS,
             f"{where}.runs",
             f"run '{run_id}' is not defined in measurements.runs",
             "define the run with its evidence file, or remove it from the figure",
@@ -73,7 +71,7 @@ def _run_carries(ctx: Context, where: str, f: Figure, run_id: str) -> Findings:
         )
     elif ctx.recompute(f, run_id) is None:
         yield finding(
-            "SK102",
+            RuleId.MEASURED_NEEDS_RECORDS,
             f"{where}.runs",
             f"run '{run_id}' has no successful measured requests at concurrency "
             f"{f.concurrency} to compute {f.metric.value} {f.statistic.value} from",
@@ -83,8 +81,7 @@ def _run_carries(ctx: Context, where: str, f: Figure, run_id: str) -> Findings:
 
 
 @rule(
-    "SK103",
-    "reported-needs-source",
+    RuleId.REPORTED_NEEDS_SOURCE,
     "A reported figure names its external source and date, and carries no runs of its own.",
     "Figures from another publisher are shown as reported, with their source, never as measured.",
 )
@@ -95,7 +92,7 @@ def reported_needs_source(ctx: Context) -> Findings:
         where = ctx.figure_fields[f.id]
         if f.source is None:
             yield finding(
-                "SK103",
+                RuleId.REPORTED_NEEDS_SOURCE,
                 f"{where}.source",
                 f"reported figure '{f.label}' names no source",
                 "add source: {name, reference, date} for the publisher it was reported by",
@@ -103,7 +100,7 @@ def reported_needs_source(ctx: Context) -> Findings:
             )
         if f.runs:
             yield finding(
-                "SK103",
+                RuleId.REPORTED_NEEDS_SOURCE,
                 f"{where}.runs",
                 f"reported figure '{f.label}' names runs; a figure with raw records here is measured",
                 "set provenance: measured (the rules will recompute it) or remove the runs",
@@ -120,8 +117,7 @@ def _pair_key(f: Figure) -> tuple[Metric, Statistic, int, tuple[str, ...], str]:
 
 
 @rule(
-    "SK105",
-    "throughput-scope",
+    RuleId.THROUGHPUT_SCOPE,
     "A throughput says per GPU or node aggregate, and aggregate = per GPU x GPU count.",
     "Per-GPU and whole-node throughputs are never mixed up on a card.",
 )
@@ -131,7 +127,7 @@ def throughput_scope(ctx: Context) -> Findings:
         where = ctx.figure_fields[f.id]
         if f.metric.is_throughput and f.scope is None:
             yield finding(
-                "SK105",
+                RuleId.THROUGHPUT_SCOPE,
                 f"{where}.scope",
                 f"throughput '{f.label}' does not say per GPU or node",
                 "set scope: per_gpu or scope: node",
@@ -139,7 +135,7 @@ def throughput_scope(ctx: Context) -> Findings:
             )
         elif not f.metric.is_throughput and f.scope is not None:
             yield finding(
-                "SK105", f"{where}.scope", f"'{f.label}' is a latency and cannot have a scope",
+                RuleId.THROUGHPUT_SCOPE, f"{where}.scope", f"'{f.label}' is a latency and cannot have a scope",
                 "remove scope", (f.id,),
             )  # fmt: skip
         elif f.scope is not None:
@@ -156,7 +152,7 @@ def _aggregates(ctx: Context, pairs: Iterable[dict[Scope, Figure]]) -> Findings:
         decimals = max(node.decimals, per_gpu.decimals)
         if not within_rounding(node.value, per_gpu.value * gpus, max(decimals - 1, 0)):
             yield finding(
-                "SK105",
+                RuleId.THROUGHPUT_SCOPE,
                 f"{ctx.figure_fields[node.id]}.value",
                 f"node aggregate {node.value:g} is not {gpus} x per-GPU {per_gpu.value:g} "
                 f"= {per_gpu.value * gpus:g}",
@@ -166,8 +162,7 @@ def _aggregates(ctx: Context, pairs: Iterable[dict[Scope, Figure]]) -> Findings:
 
 
 @rule(
-    "SK114",
-    "figure-attribution",
+    RuleId.FIGURE_ATTRIBUTION,
     "Every figure names the engine build, hardware and workload it was measured on, and they match the package.",
     "A figure measured on other hardware or another build is not sold as this configuration's.",
 )
@@ -180,32 +175,32 @@ def _attribution(ctx: Context, where: str, f: Figure) -> Findings:
     pkg, on, ids = ctx.package, f.measured_on, (f.id,)
     if on is None:
         yield finding(
-            "SK114", f"{where}.measured_on",
+            RuleId.FIGURE_ATTRIBUTION, f"{where}.measured_on",
             f"'{f.label}' does not name its engine, hardware and workload",
             "add measured_on: {engine, hardware, workload}", ids,
         )  # fmt: skip
         return
     if f.provenance is Provenance.MEASURED and on.engine != pkg.engine.version:
         yield finding(
-            "SK114", f"{where}.measured_on.engine",
+            RuleId.FIGURE_ATTRIBUTION, f"{where}.measured_on.engine",
             f"'{on.engine}' is not the pinned engine '{pkg.engine.version}'",
             "measure on the pinned engine build, or pin the build it was measured on", ids,
         )  # fmt: skip
     if on.hardware != pkg.hardware.target.label:
         yield finding(
-            "SK114", f"{where}.measured_on.hardware",
+            RuleId.FIGURE_ATTRIBUTION, f"{where}.measured_on.hardware",
             f"'{on.hardware}' is not the target '{pkg.hardware.target.label}'",
             "publish figures for the target hardware only", ids,
         )  # fmt: skip
     workload = pkg.workload(on.workload)
     if workload is None:
         yield finding(
-            "SK114", f"{where}.measured_on.workload", f"workload '{on.workload}' is not defined",
+            RuleId.FIGURE_ATTRIBUTION, f"{where}.measured_on.workload", f"workload '{on.workload}' is not defined",
             "define it under workloads", ids,
         )  # fmt: skip
     elif f.concurrency not in workload.concurrencies:
         yield finding(
-            "SK114", f"{where}.concurrency",
+            RuleId.FIGURE_ATTRIBUTION, f"{where}.concurrency",
             f"concurrency {f.concurrency} is not in workload '{on.workload}'",
             "add it to the workload's grid or correct the figure", ids,
         )  # fmt: skip
@@ -213,15 +208,14 @@ def _attribution(ctx: Context, where: str, f: Figure) -> Findings:
         run = pkg.run(run_id)
         if run is not None and run.workload != on.workload:
             yield finding(
-                "SK114", f"{where}.runs",
+                RuleId.FIGURE_ATTRIBUTION, f"{where}.runs",
                 f"run '{run_id}' measured workload '{run.workload}', not '{on.workload}'",
                 "point the figure at runs of its own workload", ids,
             )  # fmt: skip
 
 
 @rule(
-    "SK134",
-    "reported-workload",
+    RuleId.REPORTED_WORKLOAD,
     "A reported figure records the workload its source states (output tokens, concurrency, "
     "requests, warmup); where the package's sources disagree about it, a disclosure says so.",
     "A reported number is shown with the workload it was measured on, and disagreeing sources "
@@ -235,7 +229,7 @@ def reported_workload(ctx: Context) -> Findings:
         where, sw = ctx.figure_fields[f.id], f.source.workload
         if sw is None or sw.output_tokens is None or sw.concurrency is None:
             yield finding(
-                "SK134", f"{where}.source.workload",
+                RuleId.REPORTED_WORKLOAD, f"{where}.source.workload",
                 f"reported figure '{f.label}' does not record the workload its source states",
                 "add source.workload: {output_tokens, concurrency, requests, warmup} as the "
                 "source states them", (f.id,),
@@ -243,7 +237,7 @@ def reported_workload(ctx: Context) -> Findings:
             continue
         if sw.concurrency != f.concurrency:
             yield finding(
-                "SK134", f"{where}.concurrency",
+                RuleId.REPORTED_WORKLOAD, f"{where}.concurrency",
                 f"'{f.label}' is labelled concurrency {f.concurrency}; its source states "
                 f"{sw.concurrency}", "label the figure with the source's concurrency", (f.id,),
             )  # fmt: skip
@@ -252,7 +246,7 @@ def reported_workload(ctx: Context) -> Findings:
         differs = _differs_from_declared(ctx, f)
         if differs and not ctx.disclosed(DisclosureTopic.REPORTED_WORKLOAD):
             yield finding(
-                "SK134", f"{where}.source.workload",
+                RuleId.REPORTED_WORKLOAD, f"{where}.source.workload",
                 f"'{f.label}': its source states {differs}, not what workload "
                 f"'{key[0]}' declares", "label the figure with a workload that states what the "
                 "source ran, or disclose the difference (topic: reported_workload)", (f.id,),
@@ -285,7 +279,7 @@ def _sources_disagree(
     for (workload, conc), variants in stated.items():
         if len(variants) > 1 and not ctx.disclosed(DisclosureTopic.REPORTED_WORKLOAD):
             yield finding(
-                "SK134",
+                RuleId.REPORTED_WORKLOAD,
                 "disclosures",
                 f"the sources of reported figures on workload '{workload}' at concurrency "
                 f"{conc} state different workloads: {sorted(map(str, variants))}",

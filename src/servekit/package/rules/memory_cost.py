@@ -8,12 +8,11 @@ from servekit.package.models import Figure, Metric, Provenance, Scope
 from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import SIM_ENGINE, is_simulator
 from servekit.package.rules.engines import engine_key, preallocates
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 
 @rule(
-    "SK110",
-    "peak-memory-source",
+    RuleId.PEAK_MEMORY_SOURCE,
     "Peak memory is never published from an engine's preallocation figure, nor for an engine "
     "that preallocates (the documented list), whatever source is named.",
     "A preallocating engine's memory reading measures its memory-utilization setting, not the model.",
@@ -24,13 +23,13 @@ def peak_memory_source(ctx: Context) -> Findings:
         return
     prealloc = any(preallocates(engine, argv) for _, argv in ctx.serve_argvs())
     if pm.source is None or pm.source.value == "engine_preallocation" or prealloc:
-        yield finding("SK110", "peak_memory.source",
+        yield finding(RuleId.PEAK_MEMORY_SOURCE, "peak_memory.source",
                       f"peak memory is published for {engine}, which preallocates, or from the "
                       "engine's preallocation: it measures the memory-utilization setting, not "
                       "the serving stack", "set published: false and size hardware from the "
                       "weight residency instead")  # fmt: skip
     if pm.value_gib is None:
-        yield finding("SK110", "peak_memory.value_gib", "peak memory is published without a "
+        yield finding(RuleId.PEAK_MEMORY_SOURCE, "peak_memory.value_gib", "peak memory is published without a "
                       "value", "give value_gib or set published: false")  # fmt: skip
 
 
@@ -54,8 +53,7 @@ def _throughput_problem(ctx: Context, fig: Figure | None) -> str | None:
 
 
 @rule(
-    "SK111",
-    "cost-basis",
+    RuleId.COST_BASIS,
     "A cost per token divides a sourced, dated node hourly rate by an output throughput measured on the priced hardware with a real engine, and equals its recomputation.",
     "No cost per token without a sourced rate and a throughput from that hardware.",
 )
@@ -65,28 +63,27 @@ def cost_basis(ctx: Context) -> Findings:
         return
     rate = cost.node_hourly_rate
     if rate is None or not rate.covers_whole_node:
-        yield finding("SK111", "cost.node_hourly_rate", "a cost per token is published without "
+        yield finding(RuleId.COST_BASIS, "cost.node_hourly_rate", "a cost per token is published without "
                       "a sourced hourly rate for the whole node", "record node_hourly_rate "
                       "{usd_per_node_hour, source, date, covers_whole_node: true}")  # fmt: skip
         return
     fig = ctx.package.figure(cost.throughput_figure or "")
     problem = _throughput_problem(ctx, fig)
     if problem or fig is None:
-        yield finding("SK111", "cost.throughput_figure", problem or "", "name a measured "
+        yield finding(RuleId.COST_BASIS, "cost.throughput_figure", problem or "", "name a measured "
                       "output_throughput figure of the priced hardware in throughput_figure")  # fmt: skip
         return
     node_tps = fig.value * (ctx.package.hardware.target.count if fig.scope is Scope.PER_GPU else 1)
     expected = rate.usd_per_node_hour / (node_tps * 3600) * 1e6 if node_tps > 0 else float("inf")
     if abs(expected - cost.usd_per_million_output_tokens) > max(0.005 * expected, 0.005):
-        yield finding("SK111", "cost.usd_per_million_output_tokens",
+        yield finding(RuleId.COST_BASIS, "cost.usd_per_million_output_tokens",
                       f"states {cost.usd_per_million_output_tokens:g} USD but the node rate over "
                       f"the node's throughput gives {expected:.4f} USD per million output tokens",
                       f"set it to {expected:.4f}")  # fmt: skip
 
 
 @rule(
-    "SK132",
-    "floor-proof",
+    RuleId.FLOOR_PROOF,
     "A hardware-floor claim needs a measured residency (weights per GPU and where it was "
     "measured) or at least one failed attempt with its evidence file.",
     "A floor is stated from what loaded or failed to load, not from arithmetic alone.",
@@ -98,7 +95,7 @@ def floor_proof(ctx: Context) -> Findings:
     residency = floor.weights_per_gpu_gib is not None and bool((floor.measured_on or "").strip())
     proven = [a for a in floor.attempts if _failed(a.outcome) and _own_record(ctx, a.evidence)]
     if not residency and not proven:
-        yield finding("SK132", "hardware.floor", f"the floor '{floor.requirement}' has no "
+        yield finding(RuleId.FLOOR_PROOF, "hardware.floor", f"the floor '{floor.requirement}' has no "
                       "measured residency and no failed attempt with evidence",
                       "record weights_per_gpu_gib with measured_on, or a failed attempt with "
                       "its log or record under evidence/")  # fmt: skip

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from servekit.package.rules.context import Context
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 SCHEME = "servekit-tree-v1"
 
@@ -44,13 +44,12 @@ def _pin_problem(ctx: Context) -> str | None:
 
 
 @rule(
-    "SK133",
-    "pin-is-the-pin",
+    RuleId.PIN_IS_THE_PIN,
     "The model's pin file recomputes to the pinned tree digest and total size.",
     "The weights the kit pins are the weights that were measured, byte for byte.",
 )
 def pin_is_the_pin(ctx: Context) -> Findings:
     problem = _pin_problem(ctx)
     if problem:
-        yield finding("SK133", "model.tree_digest", problem,
+        yield finding(RuleId.PIN_IS_THE_PIN, "model.tree_digest", problem,
                       "re-pin with `servekit model digest` and copy its tree digest")  # fmt: skip

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from servekit.package.evidence import Evidence, RequestRecord
 from servekit.package.models import DisclosureTopic, Run
 from servekit.package.rules.context import Context
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 SERVEKIT_ID = re.compile(r"^r\d+-c(\d+)-([wm])(\d+)$")
 
@@ -46,8 +46,7 @@ def _suspect(value: Any) -> bool:
 
 
 @rule(
-    "SK118",
-    "finite-numbers",
+    RuleId.FINITE_NUMBERS,
     "Every number in the package and its records is finite (no NaN, no Infinity) and every "
     "count and time in the records is non-negative.",
     "A figure that is not a number is not a figure; `--json` output stays valid JSON.",
@@ -57,7 +56,7 @@ def finite_numbers(ctx: Context) -> Findings:
         if not math.isfinite(number):
             fig = _figure_of(ctx, path)
             yield finding(
-                "SK118", path, f"{number} is not a finite number", "state a real value",
+                RuleId.FINITE_NUMBERS, path, f"{number} is not a finite number", "state a real value",
                 (fig,) if fig else (),
             )  # fmt: skip
     for where, run, ev in ctx.runs_with_evidence():
@@ -81,7 +80,7 @@ def _record_numbers(ctx: Context, where: str, run: Run, ev: Evidence) -> Finding
     if bad:
         rid, path, n = bad[0]
         yield finding(
-            "SK118",
+            RuleId.FINITE_NUMBERS,
             f"{where}.file",
             f"{run.file}: {len(bad)} impossible number(s), first {rid} {path} = {n}",
             "every time and count in evidence is a finite, non-negative number; re-measure",
@@ -111,19 +110,18 @@ def _order_problem(r: RequestRecord) -> str | None:
 
 
 @rule(
-    "SK119",
-    "time-order",
+    RuleId.TIME_ORDER,
     "In every record, start <= send <= first event <= first token <= every later token <= end; "
     "inter-token gaps are never negative.",
     "Latencies are only published from timings that could have happened.",
 )
 def time_order(ctx: Context) -> Findings:
     for where, run, ev in ctx.runs_with_evidence():
-        yield from _each_record(ctx, "SK119", where, run, ev, _order_problem, "impossible timing",
+        yield from _each_record(ctx, RuleId.TIME_ORDER, where, run, ev, _order_problem, "impossible timing",
                                 "timestamps come from one monotonic clock in send order; re-measure")  # fmt: skip
         span = _span_problem(ev)
         if span:
-            yield finding("SK119", f"{where}.file", f"{run.file}: {span}",
+            yield finding(RuleId.TIME_ORDER, f"{where}.file", f"{run.file}: {span}",
                           "keep the times `bench run` wrote; re-measure", ctx.figures_using(run.id))  # fmt: skip
 
 
@@ -165,7 +163,7 @@ def _span_problem(ev: Evidence) -> str | None:
 
 
 def _each_record(
-    ctx: Context, rule_id: str, where: str, run: Run, ev: Evidence,
+    ctx: Context, rule_id: RuleId, where: str, run: Run, ev: Evidence,
     problem: Callable[[RequestRecord], str | None], what: str, fix: str,
 ) -> Findings:  # fmt: skip
     bad = [(r.id, p) for r in ev.requests if (p := problem(r)) is not None]
@@ -188,21 +186,19 @@ def _token_problem(r: RequestRecord) -> str | None:
 
 
 @rule(
-    "SK120",
-    "output-tokens-counted",
+    RuleId.OUTPUT_TOKENS_COUNTED,
     "Every successful record says how many output tokens were requested and received, and "
     "never fewer tokens than content events arrived.",
     "Throughput is computed from tokens that were actually received.",
 )
 def output_tokens_counted(ctx: Context) -> Findings:
     for where, run, ev in ctx.runs_with_evidence():
-        yield from _each_record(ctx, "SK120", where, run, ev, _token_problem, "impossible token counts",
+        yield from _each_record(ctx, RuleId.OUTPUT_TOKENS_COUNTED, where, run, ev, _token_problem, "impossible token counts",
                                 "record requested_output_tokens and the server's usage (or the client's count)")  # fmt: skip
 
 
 @rule(
-    "SK116",
-    "clean-runs",
+    RuleId.CLEAN_RUNS,
     "Runs backing a measured figure have no failed requests, and no output-length mismatches "
     "unless the mismatch is disclosed (topic output_length).",
     "Failures and short answers are counted and shown beside every grid point, never dropped.",
@@ -216,7 +212,7 @@ def clean_runs(ctx: Context) -> Findings:
             if summary and (summary.failed or mismatches):
                 total = summary.failed + summary.completed
                 yield finding(
-                    "SK116",
+                    RuleId.CLEAN_RUNS,
                     f"{where}.runs",
                     f"run {run_id} at concurrency {f.concurrency} has {summary.failed} failed "
                     f"requests of {total} ({summary.failed / total * 100:.1f} % error rate) "
@@ -228,8 +224,7 @@ def clean_runs(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK121",
-    "unique-requests",
+    RuleId.UNIQUE_REQUESTS,
     "Request ids (and send positions) are unique within a run, and every record names the "
     "run of its file's header.",
     "One request is counted once; records are not pasted in from another run.",
@@ -255,7 +250,7 @@ def unique_requests(ctx: Context) -> Findings:
             problems.append(f"records of run(s) {', '.join(foreign)} in run {ev.header.run}")
         if problems:
             yield finding(
-                "SK121", f"{where}.file", f"{run.file}: {'; '.join(problems)}",
+                RuleId.UNIQUE_REQUESTS, f"{where}.file", f"{run.file}: {'; '.join(problems)}",
                 "each run is one file of its own, one record per request sent",
                 ctx.figures_using(run.id),
             )  # fmt: skip
@@ -305,8 +300,7 @@ def _sent_problem(ev: Evidence) -> str | None:
 
 
 @rule(
-    "SK122",
-    "all-requests-recorded",
+    RuleId.ALL_REQUESTS_RECORDED,
     "Every request sent is in the evidence, failed ones included: the record count equals "
     "the header's requests_sent (v2) and servekit request indices have no gaps.",
     "Failed requests are counted, never silently dropped.",
@@ -319,7 +313,7 @@ def all_requests_recorded(ctx: Context) -> Findings:
             problem = f"the header says {sent} requests were sent; {len(ev.requests)} are recorded"
         if problem:
             yield finding(
-                "SK122", f"{where}.file", f"{run.file}: {problem}",
+                RuleId.ALL_REQUESTS_RECORDED, f"{where}.file", f"{run.file}: {problem}",
                 "keep every record `servekit bench run` wrote, failures included",
                 ctx.figures_using(run.id),
             )  # fmt: skip
@@ -339,8 +333,7 @@ def _warmup_problem(ev: Evidence, conc: int) -> str | None:
 
 
 @rule(
-    "SK123",
-    "warmup-first",
+    RuleId.WARMUP_FIRST,
     "Warmups come first at every concurrency (by send time and position) and are excluded "
     "by flag; a measured grid point has at least one warmup, or a disclosure (topic warmup).",
     "Cold-start requests are neither hidden among nor passed off as measured ones.",
@@ -357,7 +350,7 @@ def warmup_first(ctx: Context) -> Findings:
                 problem = f"run {run_id} has no warmup at concurrency {f.concurrency}"
             if problem:
                 yield finding(
-                    "SK123", f"{where}.runs", problem,
+                    RuleId.WARMUP_FIRST, f"{where}.runs", problem,
                     "send warmups first (`bench run --warmup N`), or disclose that none was "
                     "sent (topic: warmup)", (f.id,),
                 )  # fmt: skip

@@ -18,7 +18,7 @@ from servekit.package.rules.context import Context
 from servekit.package.rules.disclosures import is_simulator
 from servekit.package.rules.engines import served_model_arg
 from servekit.package.rules.records import SERVEKIT_ID, instant
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 from servekit.package.rules.shipped import differences
 
 MAX_TOLERANCE_PCT = 10.0  # replicates that may differ by more are not replicates
@@ -28,8 +28,7 @@ CALIBRATED_DRIFT = 0.05  # calibrated prompts land within 0.2 % in the examples 
 
 
 @rule(
-    "SK104",
-    "runs-agree",
+    RuleId.RUNS_AGREE,
     "Repeated runs of one configuration agree within the package's declared tolerance.",
     "Figures whose replicates disagree (TTFT at concurrency 8: 237 %) are not published.",
 )
@@ -37,7 +36,7 @@ def runs_agree(ctx: Context) -> Findings:
     tol = ctx.package.measurements.tolerance_pct
     if tol > MAX_TOLERANCE_PCT:
         yield finding(
-            "SK104", "measurements.tolerance_pct",
+            RuleId.RUNS_AGREE, "measurements.tolerance_pct",
             f"a {tol:g} % tolerance lets replicates disagree by more than {MAX_TOLERANCE_PCT:g} %",
             "find why the runs disagree and re-run; do not widen the tolerance to fit",
             tuple(f.id for _, f in ctx.measured_figures()),
@@ -53,7 +52,7 @@ def runs_agree(ctx: Context) -> Findings:
             diff = abs(got - primary) / abs(primary) * 100 if primary else math.inf
             if diff > tol:
                 yield finding(
-                    "SK104",
+                    RuleId.RUNS_AGREE,
                     f"{where}.runs",
                     f"'{f.label}': run {run_id} gives {got:.3f} against {primary:.3f} from "
                     f"{f.runs[0]}, a {diff:.2f} % difference over the {tol:g} % tolerance",
@@ -63,8 +62,7 @@ def runs_agree(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK115",
-    "grid-coverage",
+    RuleId.GRID_COVERAGE,
     "A run holds exactly the workload's warmup and measured requests at the figure's concurrency, on the declared GPUs.",
     "A grid point is published only from the requests the workload declares, on the target.",
 )
@@ -76,7 +74,7 @@ def grid_coverage(ctx: Context) -> Findings:
             continue  # a retracted run (an interrupted one, say) is evidence for nothing
         if workload is None:
             yield finding(
-                "SK115", f"{where}.workload", f"workload '{run.workload}' is not defined",
+                RuleId.GRID_COVERAGE, f"{where}.workload", f"workload '{run.workload}' is not defined",
                 "define it", ctx.figures_using(run.id),
             )  # fmt: skip
             continue
@@ -89,19 +87,19 @@ def _coverage(ctx: Context, where: str, run: Run, ev: Evidence, workload: Worklo
     pkg, figs = ctx.package, ctx.figures_using(run.id)
     if ev.header.gpus != pkg.hardware.target.count:
         yield finding(
-            "SK115", f"{where}.file",
+            RuleId.GRID_COVERAGE, f"{where}.file",
             f"{run.file} was run on {ev.header.gpus} GPUs, the target has "
             f"{pkg.hardware.target.count}", "measure on the target hardware", figs,
         )  # fmt: skip
     if is_simulator(ev) != run.simulator:
         yield finding(
-            "SK115", f"{where}.simulator", f"{run.file} says simulator={is_simulator(ev)}",
+            RuleId.GRID_COVERAGE, f"{where}.simulator", f"{run.file} says simulator={is_simulator(ev)}",
             f"set simulator: {str(is_simulator(ev)).lower()}", figs,
         )  # fmt: skip
     extra = sorted(set(ev.concurrencies) - set(workload.concurrencies))
     if extra:
         yield finding(
-            "SK115", f"{where}.file",
+            RuleId.GRID_COVERAGE, f"{where}.file",
             f"{run.file} holds concurrencies {extra} that workload '{workload.id}' does not declare",
             "declare the grid that was run", figs,
         )  # fmt: skip
@@ -109,7 +107,7 @@ def _coverage(ctx: Context, where: str, run: Run, ev: Evidence, workload: Worklo
         measured, warm = len(ev.measured(conc)), len(ev.warmups(conc))
         if (measured, warm) != (workload.measured_requests, workload.warmup_requests):
             yield finding(
-                "SK115",
+                RuleId.GRID_COVERAGE,
                 f"{where}.file",
                 f"{run.file} holds {measured} measured and {warm} warmup requests at concurrency "
                 f"{conc}; workload '{workload.id}' declares {workload.measured_requests} and "
@@ -157,8 +155,7 @@ def _header_problems(ctx: Context, run: Run, ev: Evidence, workload: Workload) -
 
 
 @rule(
-    "SK124",
-    "records-belong",
+    RuleId.RECORDS_BELONG,
     "A run's header matches the package: engine name and version, served model, API, "
     "hardware, seed (what a v1 file lacks is listed as cannot verify).",
     "Figures of another engine, model or machine are not sold as this configuration's.",
@@ -169,7 +166,7 @@ def records_belong(ctx: Context) -> Findings:
         problems = _header_problems(ctx, run, ev, workload) if workload else []
         if problems:
             yield finding(
-                "SK124", f"{where}.file", f"{run.file}: {'; '.join(problems)}",
+                RuleId.RECORDS_BELONG, f"{where}.file", f"{run.file}: {'; '.join(problems)}",
                 "measure this package's engine, model and hardware, or fix the package",
                 ctx.figures_using(run.id),
             )  # fmt: skip
@@ -213,8 +210,7 @@ def _range_problems(ev: Evidence, w: Workload) -> list[str]:
 
 
 @rule(
-    "SK125",
-    "workload-ranges",
+    RuleId.WORKLOAD_RANGES,
     "Requested output tokens equal the workload's, requested and counted prompt lengths lie "
     "in its declared range (2 % drift allowed for counted ones), and a v2 header's workload "
     "is the declared one.",
@@ -226,7 +222,7 @@ def workload_ranges(ctx: Context) -> Findings:
         problems = _range_problems(ev, workload) if workload else []
         if problems:
             yield finding(
-                "SK125",
+                RuleId.WORKLOAD_RANGES,
                 f"{where}.file",
                 f"{run.file}: {len(problems)} departure(s) from workload '{run.workload}', "
                 f"first: {problems[0]}",
@@ -236,8 +232,7 @@ def workload_ranges(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK126",
-    "achieved-concurrency",
+    RuleId.ACHIEVED_CONCURRENCY,
     "A figure labelled concurrency N rests on at least N measured requests per run, and the "
     "time-weighted mean in flight over the steady window is within concurrency_tolerance_pct of N.",
     "A concurrency label describes the load that was really applied.",
@@ -246,7 +241,7 @@ def achieved_concurrency(ctx: Context) -> Findings:
     tol = ctx.package.measurements.concurrency_tolerance_pct
     if tol > MAX_CONCURRENCY_TOLERANCE_PCT:
         yield finding(
-            "SK126", "measurements.concurrency_tolerance_pct",
+            RuleId.ACHIEVED_CONCURRENCY, "measurements.concurrency_tolerance_pct",
             f"a {tol:g} % concurrency tolerance lets a label exceed the applied load by more "
             f"than {MAX_CONCURRENCY_TOLERANCE_PCT:g} %", "label figures with the load applied",
             tuple(f.id for _, f in ctx.measured_figures()),
@@ -270,7 +265,7 @@ def _load(ctx: Context, where: str, f: Figure, run_id: str, count: int, tol: flo
     else:
         return
     yield finding(
-        "SK126", f"{where}.concurrency", f"'{f.label}', run {run_id}: {problem}",
+        RuleId.ACHIEVED_CONCURRENCY, f"{where}.concurrency", f"'{f.label}', run {run_id}: {problem}",
         "label the figure with the load that was applied, or re-measure", (f.id,),
     )  # fmt: skip
 
@@ -280,8 +275,7 @@ def _file_digest(ctx: Context, run: Run) -> str:
 
 
 @rule(
-    "SK127",
-    "run-identity",
+    RuleId.RUN_IDENTITY,
     "Each run is its own file: no two runs share a file, its contents or its run_uid.",
     "Replicates are separate measurements, not one file counted twice.",
 )
@@ -290,7 +284,7 @@ def run_identity(ctx: Context) -> Findings:
     for where, run, ev in ctx.runs_with_evidence():
         if ev.version >= 2 and ev.header.imported_from is None and not ev.header.run_uid:
             yield finding(
-                "SK127", f"{where}.file", f"{run.file}: the v2 header has no run_uid, which "
+                RuleId.RUN_IDENTITY, f"{where}.file", f"{run.file}: the v2 header has no run_uid, which "
                 "`bench run` always writes", "keep the header `bench run` wrote",
                 ctx.figures_using(run.id),
             )  # fmt: skip
@@ -299,7 +293,7 @@ def run_identity(ctx: Context) -> Findings:
         for key in keys:
             if key in seen:
                 yield finding(
-                    "SK127", f"{where}.file", f"run {run.id} has the same {key.split()[0]} as run "
+                    RuleId.RUN_IDENTITY, f"{where}.file", f"run {run.id} has the same {key.split()[0]} as run "
                     f"{seen[key]}", "give each run its own evidence file from its own measurement",
                     ctx.figures_using(run.id) + ctx.figures_using(seen[key]),
                 )  # fmt: skip
@@ -308,8 +302,7 @@ def run_identity(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK128",
-    "all-runs-used",
+    RuleId.ALL_RUNS_USED,
     "A measured figure uses every current run of its workload and configuration; a run left "
     "out is retracted with a reason and a date.",
     "Runs that disagree are not quietly dropped to make the rest agree.",
@@ -335,7 +328,7 @@ def all_runs_used(ctx: Context) -> Findings:
                 else f"uses retracted or repeated run(s) {retracted}"
             )
             yield finding(
-                "SK128", f"{where}.runs", f"'{f.label}' {what}",
+                RuleId.ALL_RUNS_USED, f"{where}.runs", f"'{f.label}' {what}",
                 "name every current run of the configuration; retract a run (status: retracted, "
                 "reason, date) to leave it out", (f.id,),
             )  # fmt: skip
@@ -353,12 +346,12 @@ def _unused_runs(ctx: Context) -> Findings:
         where = f"measurements.runs[{i}]"
         if ids.count(run.id) > 1:
             yield finding(
-                "SK128", f"{where}.id", f"run id '{run.id}' is defined {ids.count(run.id)} times",
+                RuleId.ALL_RUNS_USED, f"{where}.id", f"run id '{run.id}' is defined {ids.count(run.id)} times",
                 "give every run its own id", ctx.figures_using(run.id),
             )  # fmt: skip
         elif run.current and run.id not in used:
             yield finding(
-                "SK128", f"{where}.status",
+                RuleId.ALL_RUNS_USED, f"{where}.status",
                 f"current run '{run.id}' ({run.workload}, config {run.config}) backs no "
                 "figure", "use it in the figures of its configuration, or retract it "
                 "(status: retracted, reason, date)",
@@ -569,8 +562,7 @@ def _unanchored(ev: Evidence) -> bool:
 
 
 @rule(
-    "SK129",
-    "independent-replicates",
+    RuleId.INDEPENDENT_REPLICATES,
     "Runs are independent: no run repeats another's per-request timings, and no two runs on "
     "the same endpoint overlap in time.",
     "Two runs agreeing is evidence only when they were measured separately.",
@@ -580,7 +572,7 @@ def independent_replicates(ctx: Context) -> Findings:
     for where, run, ev in runs:
         if _unanchored(ev):
             yield finding(
-                "SK129", f"{where}.file",
+                RuleId.INDEPENDENT_REPLICATES, f"{where}.file",
                 f"{run.file}: started_at '{ev.header.started_at}' or ended_at "
                 f"'{ev.header.ended_at}' is not a wall-clock time, so no overlap can be ruled out",
                 "keep the times `bench run` wrote", ctx.figures_using(run.id),
@@ -589,7 +581,7 @@ def independent_replicates(ctx: Context) -> Findings:
         how = _dependence(eb, ea)
         if how:
             yield finding(
-                "SK129", f"{wb}.file", f"run {rb.id} {how} run {ra.id}",
+                RuleId.INDEPENDENT_REPLICATES, f"{wb}.file", f"run {rb.id} {how} run {ra.id}",
                 "measure each replicate on its own, one after the other",
                 ctx.figures_using(ra.id) + ctx.figures_using(rb.id),
             )  # fmt: skip
@@ -612,7 +604,7 @@ def _resting_speedups(ctx: Context, figures: tuple[str, ...]) -> Findings:
     for i, s in enumerate(ctx.package.measurements.speedups):
         if s.figure in figures:
             yield finding(
-                "SK135", f"measurements.speedups[{i}]",
+                RuleId.SHIPPED_IS_MEASURED, f"measurements.speedups[{i}]",
                 f"speedup '{s.id}' rests on figure '{s.figure}', measured with a serve command "
                 "the package does not ship", "measure the shipped configuration, or ship the "
                 "measured one", (s.figure,),
@@ -620,8 +612,7 @@ def _resting_speedups(ctx: Context, figures: tuple[str, ...]) -> Findings:
 
 
 @rule(
-    "SK135",
-    "shipped-is-measured",
+    RuleId.SHIPPED_IS_MEASURED,
     "Every run's recorded serve command and environment equal the package's serve, flag for "
     "flag (a stock baseline's runs excepted: SK131 reads them).",
     "The figures (and a speedup) of a configuration the kit does not deploy are not published "
@@ -637,7 +628,7 @@ def shipped_is_measured(ctx: Context) -> Findings:
             figures = ctx.figures_using(run.id)
             refused |= set(figures)
             yield finding(
-                "SK135", f"{where}.file",
+                RuleId.SHIPPED_IS_MEASURED, f"{where}.file",
                 f"run {run.id} ran a serve command the package does not ship: {'; '.join(diff)}",
                 "set serve (entrypoint, args, env, served_model_name) to the command that was "
                 "measured, or measure the command the package ships", figures,
@@ -646,8 +637,7 @@ def shipped_is_measured(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK136",
-    "recorded-not-blank",
+    RuleId.RECORDED_NOT_BLANK,
     "A v2 file `bench run` wrote leaves no field null that the harness records: engine name "
     "and version (where the engine answers /version), served models, hardware, workload, serve "
     "configuration, requests sent, run id, and each record's send position and content parts.",
@@ -659,7 +649,7 @@ def recorded_not_blank(ctx: Context) -> Findings:
         blank = ev.blanks(ctx.engine_answers)
         if blank:
             yield finding(
-                "SK136", f"{where}.file",
+                RuleId.RECORDED_NOT_BLANK, f"{where}.file",
                 f"{run.file}: `bench run` records {', '.join(blank)}, which this v2 file leaves "
                 "null, so the figures resting on it cannot be shown measured",
                 "measure with `servekit bench run --hardware LABEL --serve-command '...'` and keep "
@@ -686,8 +676,7 @@ def _dates_after(ctx: Context, run: Run, start: dt.datetime) -> list[str]:
 
 
 @rule(
-    "SK137",
-    "dates-in-order",
+    RuleId.DATES_IN_ORDER,
     "Every run's recorded start precedes the package's measured date (runs[].date), proof date "
     "and publication date.",
     "Evidence from the future of the claims it backs is not evidence for them.",
@@ -698,7 +687,7 @@ def dates_in_order(ctx: Context) -> Findings:
         later = _dates_after(ctx, run, start) if start is not None else []
         if later:
             yield finding(
-                "SK137", f"{where}.file",
+                RuleId.DATES_IN_ORDER, f"{where}.file",
                 f"{run.file} started at {ev.header.started_at}, after {', '.join(later)}",
                 "date the run when it was measured; a package is measured before it is "
                 "verified and published", ctx.figures_using(run.id),
@@ -730,8 +719,7 @@ def _foreign_lengths(ev: Evidence, lo: int, hi: int) -> list[str]:
 
 
 @rule(
-    "SK138",
-    "prompts-recomputed",
+    RuleId.PROMPTS_RECOMPUTED,
     "Every servekit record's requested prompt length is the one its run's seed, its "
     "concurrency, kind and index give.",
     "Records dropped and renumbered, or relabelled to another concurrency, do not pass for "
@@ -743,7 +731,7 @@ def prompts_recomputed(ctx: Context) -> Findings:
         foreign = _foreign_lengths(ev, *bounds) if bounds and bounds[0] <= bounds[1] else []
         if foreign:
             yield finding(
-                "SK138", f"{where}.file",
+                RuleId.PROMPTS_RECOMPUTED, f"{where}.file",
                 f"{run.file}: {len(foreign)} record(s) carry another request's prompt length, "
                 f"first {foreign[0]}", "keep the records `bench run` wrote, as it numbered them",
                 ctx.figures_using(run.id),

@@ -7,7 +7,7 @@ from servekit.package.evidence import ServeConfig
 from servekit.package.models import Figure, Provenance, Speedup
 from servekit.package.rules.context import Context
 from servekit.package.rules.engines import load_settings, not_stock
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 MIN_CONTRACT_PCT = 2.0  # the seeds' contract: smaller end-to-end gains are noise
 
@@ -29,8 +29,7 @@ def _gain(fig: Figure, base: Figure) -> float | None:
 
 
 @rule(
-    "SK106",
-    "speedup-baseline",
+    RuleId.SPEEDUP_BASELINE,
     "A speedup needs a stock baseline on the same workload, engine and hardware, and clears the improvement contract.",
     "No speedup is claimed without a stock baseline that served the model (K3: none exists).",
 )
@@ -39,13 +38,13 @@ def speedup_baseline(ctx: Context) -> Findings:
     for i, s in enumerate(ctx.package.measurements.speedups):
         where, pair = f"measurements.speedups[{i}]", _pair(ctx, s)
         if pair is None:
-            yield finding("SK106", where, f"speedup '{s.id}' names a figure or baseline that "
+            yield finding(RuleId.SPEEDUP_BASELINE, where, f"speedup '{s.id}' names a figure or baseline that "
                           "does not exist", "point figure and baseline at figure ids")  # fmt: skip
             continue
         fig, base = pair
         problem, fix = _speedup_problem(s, fig, base, contract)
         if problem:
-            yield finding("SK106", where, problem, fix, (fig.id, base.id))
+            yield finding(RuleId.SPEEDUP_BASELINE, where, problem, fix, (fig.id, base.id))
 
 
 def _speedup_problem(s: Speedup, fig: Figure, base: Figure, contract: float) -> tuple[str, str]:
@@ -87,8 +86,7 @@ def _contract(ctx: Context, run_id: str, concurrency: int) -> tuple[object, ...]
 
 
 @rule(
-    "SK130",
-    "speedup-same-contract",
+    RuleId.SPEEDUP_SAME_CONTRACT,
     "Baseline and optimized records share the workload: same seed, same prompt lengths, same "
     "output tokens, same GPUs, and achieved concurrency within the tolerance of each other.",
     "A speedup is the same requests served two ways, not two different workloads.",
@@ -106,7 +104,7 @@ def speedup_same_contract(ctx: Context) -> Findings:
         loads_differ = ka is None or kb is None or abs(ka - kb) > max(ka, kb) * tol / 100
         if ca is None or cb is None or ca != cb or loads_differ:
             yield finding(
-                "SK130", f"measurements.speedups[{i}]",
+                RuleId.SPEEDUP_SAME_CONTRACT, f"measurements.speedups[{i}]",
                 f"speedup '{s.id}': runs {a} and {b} did not send the same requests at the same "
                 "load (seed, prompt lengths, output tokens, GPUs, achieved concurrency)",
                 "measure baseline and optimized with the same `bench run` workload and seed",
@@ -115,8 +113,7 @@ def speedup_same_contract(ctx: Context) -> Findings:
 
 
 @rule(
-    "SK131",
-    "stock-baseline",
+    RuleId.STOCK_BASELINE,
     "A stock baseline's runs record their serve configuration (v2 header; runs[].serve for a "
     "v1 or imported file), "
     "and it differs from the engine's defaults only by the documented load-needed flags.",
@@ -137,7 +134,7 @@ def stock_baseline(ctx: Context) -> Findings:
                 why = _load_differs(serve, optimized)
             if why:
                 yield finding(
-                    "SK131", f"measurements.speedups[{i}].baseline_is_stock",
+                    RuleId.STOCK_BASELINE, f"measurements.speedups[{i}].baseline_is_stock",
                     f"baseline run {run_id} is not shown to be stock {engine}: {', '.join(why)}",
                     "record the baseline's serve command (`bench run --serve-command`) and run "
                     "it with the engine's defaults", (pair[0].id, pair[1].id),

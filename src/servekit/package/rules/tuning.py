@@ -9,7 +9,7 @@ from servekit.package.evidence import TuneRole
 from servekit.package.models import AccuracyMethod, Figure, GateResult
 from servekit.package.rules.context import Context
 from servekit.package.rules.engines import numerics_changes
-from servekit.package.rules.registry import Findings, finding, rule
+from servekit.package.rules.registry import Findings, RuleId, finding, rule
 
 
 def _role(ctx: Context, run_id: str) -> TuneRole | None:
@@ -19,8 +19,7 @@ def _role(ctx: Context, run_id: str) -> TuneRole | None:
 
 
 @rule(
-    "SK140",
-    "confirmation-not-selection",
+    RuleId.CONFIRMATION_NOT_SELECTION,
     "A figure never rests on a tuning search's selection run; a speedup over stock from a "
     "tuning session rests on its confirmation runs only, and those clear the exact one-sided "
     "permutation test (alpha 0.05, 4 runs a side at least) and the improvement contract.",
@@ -31,7 +30,7 @@ def confirmation_not_selection(ctx: Context) -> Findings:
         for run_id in f.runs:
             if ctx.package.run(run_id) is not None and _role(ctx, run_id) is TuneRole.SELECTION:
                 yield finding(
-                    "SK140", f"{where}.runs",
+                    RuleId.CONFIRMATION_NOT_SELECTION, f"{where}.runs",
                     f"'{f.label}' rests on run {run_id}, a selection run of servekit tune: the "
                     "search picked it as the best of its candidates, which measures luck as much "
                     "as the configuration", "publish the figure from the confirmation runs",
@@ -47,7 +46,7 @@ def confirmation_not_selection(ctx: Context) -> Findings:
             continue  # not a tuning session's speedup
         where = f"measurements.speedups[{i}]"
         if roles != {TuneRole.CONFIRMATION}:
-            yield finding("SK140", where, f"speedup '{s.id}' mixes runs that are not confirmation runs "
+            yield finding(RuleId.CONFIRMATION_NOT_SELECTION, where, f"speedup '{s.id}' mixes runs that are not confirmation runs "
                           "of servekit tune with its confirmation runs", "rest it on confirmation runs only",
                           (fig.id, base.id))  # fmt: skip
             continue
@@ -64,18 +63,17 @@ def _confirmed(
         stock, tuned, higher_is_better=fig.metric.is_throughput, contract_pct=contract
     )
     if not claimed:
-        yield finding("SK140", where, f"speedup '{sid}' is not carried by its confirmation runs: {why}",
+        yield finding(RuleId.CONFIRMATION_NOT_SELECTION, where, f"speedup '{sid}' is not carried by its confirmation runs: {why}",
                       "do not claim it; the package says the tuned configuration is not shown to beat stock",
                       (fig.id, base.id))  # fmt: skip
     elif value_pct > gain + 0.05:
-        yield finding("SK140", where, f"speedup '{sid}' states {value_pct:g} %, more than the {gain:.2f} % "
+        yield finding(RuleId.CONFIRMATION_NOT_SELECTION, where, f"speedup '{sid}' states {value_pct:g} %, more than the {gain:.2f} % "
                       "its confirmation runs carry on average", "state the cautious pair's improvement",
                       (fig.id, base.id))  # fmt: skip
 
 
 @rule(
-    "SK141",
-    "tuned-numerics-measured",
+    RuleId.TUNED_NUMERICS_MEASURED,
     "A run of servekit tune whose serve command changes numerics (a flag on the engine's "
     "numerics list, as `--allow-numerics` permits) backs figures only when accuracy was "
     "measured against stock and its gate passed.",
@@ -92,7 +90,7 @@ def tuned_numerics_measured(ctx: Context) -> Findings:
         changes = numerics_changes(ctx.package.engine.name, ev.header.serve.argv)
         if changes:
             yield finding(
-                "SK141", f"{where}.file",
+                RuleId.TUNED_NUMERICS_MEASURED, f"{where}.file",
                 f"run {run.id} of servekit tune ran {', '.join(changes)}, which can change "
                 f"outputs; accuracy is {acc.method.value} with gate {acc.gate.value}",
                 "measure accuracy against stock (accuracy.method: measured, gate: passed) "
