@@ -62,10 +62,11 @@ ANSWERS_VERSION: Final = frozenset({"vllm", "servekit-sim"})
 """Engines that answer ``GET /version``: a ``bench run`` file of one must record the engine's
 name and version (SK136); for any other engine a null one is listed as cannot verify."""
 
-_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+"""A word that sets an environment variable (``NAME=value``) before the program in an argv."""
 
 
-def _words(argv: tuple[str, ...]) -> list[str]:
+def argv_words(argv: tuple[str, ...]) -> list[str]:
     """Shell words of an argument vector: a word that holds whitespace (the command of
     ``sh -c '...'``, or ``--flag value`` recorded as one word) is split into its words,
     unless it is a JSON value (``--speculative-config '{...}'``)."""
@@ -97,8 +98,8 @@ def _flag_name(word: str) -> str:
 
 def flags(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:
     """(flag, value) pairs of an argument vector: ``--f v``, ``--f=v``, or a bare ``--f``;
-    flag names normalised (:func:`_flag_name`), whitespace-holding words split (:func:`_words`)."""
-    words = _words(argv)
+    flag names normalised (:func:`_flag_name`), whitespace-holding words split (:func:`argv_words`)."""
+    words = argv_words(argv)
     for i, word in enumerate(words):
         if not word.startswith("-") or word in ("-", "--"):
             continue
@@ -116,12 +117,12 @@ def flags(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:
 def argv_env(argv: tuple[str, ...]) -> list[str]:
     """Environment set inside the argument vector (``env NAME=1 vllm serve``): a ``NAME=value``
     word that is not the value of a preceding flag."""
-    words = _words(argv)
+    words = argv_words(argv)
     out = []
     for i, word in enumerate(words):
         previous = words[i - 1] if i else ""
         is_value = previous.startswith("-") and "=" not in previous
-        if _ENV_WORD.match(word) and not is_value:
+        if ENV_WORD.match(word) and not is_value:
             out.append(word.partition("=")[0])
     return out
 
@@ -164,7 +165,7 @@ def served_model_arg(argv: tuple[str, ...]) -> str | None:
     for flag in ("--model", "--model-path"):
         if named.get(flag):
             return named[flag]
-    words = _words(argv)
+    words = argv_words(argv)
     if "serve" in words:
         following = words[words.index("serve") + 1 :]
         if following and not following[0].startswith("-"):
@@ -208,8 +209,8 @@ def numerics_env(argv: tuple[str, ...]) -> list[str]:
     any variable set to a lossy dtype (``fp8``, ``int4``...). A kernel choice
     (``VLLM_ATTENTION_BACKEND=FLASHINFER``) is not read as one."""
     out = []
-    for word in _words(argv):
-        if not _ENV_WORD.match(word):
+    for word in argv_words(argv):
+        if not ENV_WORD.match(word):
             continue
         name, _, value = word.partition("=")
         named = _NUMERICS_ENV_NAME.search(name) and value.lower() not in ("", "auto")

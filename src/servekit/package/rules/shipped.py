@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from servekit.package.evidence import ServeConfig
 from servekit.package.models import Package
-from servekit.package.rules.engines import _ENV_WORD, NEUTRAL_ENV, _words, flags
+from servekit.package.rules.engines import ENV_WORD, NEUTRAL_ENV, argv_words, flags
 
 PLACEMENT = frozenset({"--host", "--port", "--api-key", "--download-dir", "--served-model-name"})
 """Flags that place or name a server, not configure it: a run's own values are not the
@@ -39,7 +39,7 @@ class Command:
 def _walk(argv: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
     """Positional words and ``NAME=value`` words of an argument vector, read as
     :func:`~servekit.package.rules.engines.flags` reads it (a flag's value is neither)."""
-    words, positional, env = _words(argv), list[str](), dict[str, str]()
+    words, positional, env = argv_words(argv), list[str](), dict[str, str]()
     i = 0
     while i < len(words):
         word = words[i]
@@ -48,7 +48,7 @@ def _walk(argv: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
             takes = "=" not in word and following and not following.startswith("-")
             i += 2 if takes else 1
             continue
-        if _ENV_WORD.match(word):
+        if ENV_WORD.match(word):
             name, _, value = word.partition("=")
             env[name] = value
         elif not (word == "env" and not positional):
