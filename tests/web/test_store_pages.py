@@ -16,12 +16,14 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 
 from servekit.config import Settings
 from servekit.receipts.keys import PUBLIC_KEY_FILE, load_public_key
 from servekit.store import accounts
 from servekit.store.accounts import ACCOUNT_FREE
 from servekit.store.db import open_store
+from servekit.store.models import Download
 from servekit.web.app import create_app
 from tests.functional.helpers import EXAMPLES
 from tests.store.conftest import make_variant
@@ -346,6 +348,28 @@ def test_an_owned_version_is_offered_as_a_download_not_a_buy(shop: TestClient, w
     )
     assert again.status_code == 409 and "already owns test-priced 1.0.0" in again.text
     assert f'id="owned-{ws}"' in again.text
+
+
+def _downloads(client: TestClient) -> int:
+    store = client.app.state.store  # type: ignore[attr-defined]
+    with store.transaction() as s:
+        return int(s.scalar(select(func.count()).select_from(Download)) or 0)
+
+
+def test_a_head_on_a_download_answers_like_the_get_and_logs_nothing(
+    shop: TestClient, ws: str
+) -> None:
+    _buy(shop, ws, "test-priced", "1.0.0")
+    page = f"/w/{ws}/downloads/test-priced/1.0.0"
+    before = _downloads(shop)
+    head = shop.head(page)
+    assert head.status_code == 200 and head.content == b""
+    assert _downloads(shop) == before  # a HEAD moves no bytes: no download to log
+    get = shop.get(page)
+    assert get.status_code == 200 and _downloads(shop) == before + 1
+    assert head.headers["x-kit-sha256"] == get.headers["x-kit-sha256"]
+    assert head.headers["content-length"] == str(len(get.content))
+    assert shop.head(f"/w/{ws}/downloads/test-priced/9.9.9").status_code == 404  # same checks
 
 
 def test_maintenance_is_offered_after_the_version_is_bought(shop: TestClient, ws: str) -> None:

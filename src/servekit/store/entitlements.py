@@ -218,10 +218,12 @@ def download(
     kits_dir: Path,
     session: Session,
     now: dt.datetime | None = None,
+    logged: bool = True,
 ) -> KitDownload:
     """Log and return the kit bytes of a version the workspace holds; a version that
     requires a licence is sent only with the workspace's signature for it (checked here
-    and, when the download is logged, by the database)."""
+    and, when the download is logged, by the database). ``logged=False`` is for a HEAD:
+    the same checks and answer, no download recorded (no bytes leave)."""
     ver = resolve_download(principal, package_id, version, session=session, now=now)
     licence_gate(
         package_id,
@@ -237,15 +239,16 @@ def download(
             hint="restore SERVEKIT_HOME/kits from the backup (docs/store.md)",
         ),
     )
-    session.add(
-        Download(
-            workspace_id=principal.workspace_id,
-            version_id=ver.id,
-            user_id=principal.user_id,
-            token_id=principal.token_id,
+    if logged:
+        session.add(
+            Download(
+                workspace_id=principal.workspace_id,
+                version_id=ver.id,
+                user_id=principal.user_id,
+                token_id=principal.token_id,
+            )
         )
-    )
-    session.flush()
+        session.flush()
     return KitDownload(
         package_id=package_id,
         version=ver.version,

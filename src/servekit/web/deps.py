@@ -32,6 +32,7 @@ from servekit.store.providers import PaymentProvider
 from servekit.store.results import Principal
 from servekit.web.api.context import ApiContext
 from servekit.web.cache import PageCache
+from servekit.web.methods import HEAD_SCOPE_KEY
 
 SESSION_TOKEN = "store_token"
 """The session key under which the signed-in user's store session token is kept."""
@@ -130,6 +131,15 @@ async def member(request: Request, store: StoreDep) -> Member:
 
 
 MemberDep = Annotated[Member, Depends(member)]
+
+
+async def head_only(request: Request) -> bool:
+    """Whether the request is a HEAD answered as a GET (:mod:`servekit.web.methods`): its
+    route sends the GET's headers but must not have the GET's effects."""
+    return bool(request.scope.get(HEAD_SCOPE_KEY, False))
+
+
+HeadDep = Annotated[bool, Depends(head_only)]
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,16 @@
 FastAPI routes declared with ``@router.get`` answer HEAD with 405. This middleware, the
 outermost, runs a HEAD request as a GET and drops the body on the way out, so every page,
 file and API resource answers HEAD the same way its GET would, ``Content-Length``
-included.
+included. The GET it runs carries :data:`HEAD_SCOPE_KEY`, so a route with an effect (a
+download is logged) can tell a HEAD from a GET (:data:`servekit.web.deps.HeadDep`).
 """
 
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+HEAD_SCOPE_KEY = "servekit.head"
+"""Set in the scope of a GET that answers a HEAD."""
 
 
 class HeadAsGet:
@@ -27,4 +31,4 @@ class HeadAsGet:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, headers_only)
+        await self.app({**scope, "method": "GET", HEAD_SCOPE_KEY: True}, receive, headers_only)

@@ -32,7 +32,7 @@ from servekit.store.results import (
 from servekit.store.webhooks import WebhookResult
 from servekit.web import fields, signin
 from servekit.web.api.problems import ProblemRoute, responses
-from servekit.web.deps import BearerDep, ContextDep, ProviderDep, StoreDep
+from servekit.web.deps import BearerDep, ContextDep, HeadDep, ProviderDep, StoreDep
 from servekit.web.licence import LicenceSignatureRequest
 
 PREFIX = "/api/v1"
@@ -244,12 +244,19 @@ def cancel(workspace: WorkspacePath, entitlement_id: RowId, bearer: BearerDep) -
     responses={200: {"content": {"application/gzip": {}}}, **responses(401, 403, 404, 410)},
 )
 def download(
-    workspace: WorkspacePath, package_id: PackageIdPath, version: VersionPath, bearer: BearerDep
+    workspace: WorkspacePath,
+    package_id: PackageIdPath,
+    version: VersionPath,
+    bearer: BearerDep,
+    head: HeadDep,
 ) -> Response:
-    """The kit of a held version (``latest``: the newest held); every download is logged."""
+    """The kit of a held version (``latest``: the newest held); every download is logged
+    (a HEAD is answered alike and not logged)."""
     with bearer.transaction(workspace) as (s, p):
         kits = bearer.store.kits_dir
-        kit = entitlements.download(p, package_id, version, kits_dir=kits, session=s)
+        kit = entitlements.download(
+            p, package_id, version, kits_dir=kits, session=s, logged=not head
+        )
     return kit_response(kit, {"X-Kit-Version": kit.version})
 
 

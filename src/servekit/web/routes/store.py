@@ -30,7 +30,7 @@ from servekit.store.results import EntitlementInfo, Principal
 from servekit.web import contexts, deps, licence, signin
 from servekit.web.api.problems import problem_of, retry_headers
 from servekit.web.api.routes import MAX_ID, RowId, kit_response
-from servekit.web.deps import DeviceKeyDep, MemberDep, ProviderDep, StoreDep
+from servekit.web.deps import DeviceKeyDep, HeadDep, MemberDep, ProviderDep, StoreDep
 from servekit.web.fields import EMAIL_MAX, KEY_MAX, PASSWORD_MAX, form_choice, form_text
 from servekit.web.keys import store_key_id
 from servekit.web.pages import NO_STORE, SESSION_TOKEN, page
@@ -283,11 +283,16 @@ def cancel(
 
 
 @router.get("/w/{workspace}/downloads/{package_id}/{version}")
-def download(member: MemberDep, workspace: str, package_id: str, version: str) -> Response:
-    """The kit of a held version; logged like every download."""
+def download(
+    member: MemberDep, workspace: str, package_id: str, version: str, head: HeadDep
+) -> Response:
+    """The kit of a held version; logged like every download (a HEAD
+    is answered alike and not logged)."""
     with member.in_workspace(workspace) as (s, p):
         kits = member.store.kits_dir
-        kit = entitlements.download(p, package_id, version, kits_dir=kits, session=s)
+        kit = entitlements.download(
+            p, package_id, version, kits_dir=kits, session=s, logged=not head
+        )
     return kit_response(kit, NO_STORE)
 
 
