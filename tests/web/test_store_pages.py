@@ -545,6 +545,27 @@ def test_every_page_leading_to_a_download_shows_the_store_key_id(
         assert "--trust trust.toml" in block and "PUBLISHER.pub" not in block, name
 
 
+def test_the_commands_on_a_version_page_name_the_file_the_download_saves(
+    shop: TestClient, ws: str
+) -> None:
+    """A buyer pastes the commands after the download: they name the attachment's file and
+    expect the version the page sold; the workspace page, about several, keeps a placeholder."""
+    quote = shop.get(_quote(shop, ws, "test-priced", "1.0.0", "purchase")).text
+    receipt = _buy(shop, ws, "test-priced", "1.0.0")
+    saved = shop.get(f"/w/{ws}/downloads/test-priced/1.0.0").headers["content-disposition"]
+    name = re.search(r'filename="?([^";]+)', saved)
+    assert name and name.group(1) == "test-priced-1.0.0.kit.tar.gz"
+    for html in (quote, receipt, shop.get("/buy/test-priced/1.0.0").text):
+        block = unescape(re.search(r'id="signing-key".*?</section>', html, re.S).group(0))  # type: ignore[union-attr]
+        expect = "--trust trust.toml --expect test-priced@1.0.0"
+        assert f"servekit verify kit {name.group(1)} {expect}" in block
+        assert f"servekit kit unpack {name.group(1)} kit/ {expect}" in block
+        assert "KIT.tar.gz" not in block
+    assert "servekit verify kit KIT.tar.gz --trust trust.toml\n" in unescape(
+        shop.get(f"/w/{ws}").text
+    )
+
+
 def test_a_licensed_version_maintenance_offers_is_signed_for_then_downloadable(
     shop: TestClient, ws: str, home: Path, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from servekit.errors import Error
+from servekit.kit.archive import kit_filename
 from servekit.store.models import Clause, Role
 from servekit.store.results import (
     EntitlementInfo,
@@ -52,6 +53,22 @@ class Signing:
 
     key_id: str | None
     origin: str
+    package_id: str | None = None  # the version the page is about, when it is about one
+    version: str | None = None
+
+    @property
+    def kit_file(self) -> str:
+        """The name the kit downloads as (a placeholder on a page about several)."""
+        if self.package_id is None or self.version is None:
+            return "KIT.tar.gz"
+        return kit_filename(self.package_id, self.version)
+
+    @property
+    def expect(self) -> str | None:
+        """``ID@VERSION`` for ``--expect``: the kit must be the one the page sold."""
+        if self.package_id is None or self.version is None:
+            return None
+        return f"{self.package_id}@{self.version}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -60,11 +60,15 @@ def _refused(request: Request, context: contexts.FormPage) -> HTMLResponse:
     return answer
 
 
-def _signing(request: Request) -> contexts.Signing:
+def _signing(
+    request: Request, package_id: str | None = None, version: str | None = None
+) -> contexts.Signing:
     """The store's key id and address, for the pages that lead to a download: each shows
-    the key id to compare out of band and the trust file to verify the kit with."""
+    the key id to compare out of band, the trust file to verify the kit with and, on a
+    page about one version, that kit's file name and ``--expect``."""
     key_id = store_key_id(deps.services(request).store)
-    return contexts.Signing(key_id=key_id, origin=str(request.base_url).rstrip("/"))
+    origin = str(request.base_url).rstrip("/")
+    return contexts.Signing(key_id=key_id, origin=origin, package_id=package_id, version=version)
 
 
 def safe_next(path: str, default: str = "/account") -> str:
@@ -315,7 +319,8 @@ def order_page(
         ver = publishing.version_info(
             publishing.get_version(order.package_id, order.version, session=s)
         )
-    context = contexts.OrderPage(ws=p, order=order, held=held, v=ver, signing=_signing(request))
+    signing = _signing(request, order.package_id, order.version)
+    context = contexts.OrderPage(ws=p, order=order, held=held, v=ver, signing=signing)
     return page(request, context)
 
 
@@ -353,7 +358,7 @@ def _buy_page(
         workspaces=buyers,
         chosen=chosen or {"workspace": "", "kind": (left or OrderKind.PURCHASE).value},
         nothing_left=left is not None and ver.maintenance_cents is None,
-        signing=_signing(request),
+        signing=_signing(request, package_id, version),
         error=error,
     )
     return _refused(request, context)
@@ -411,7 +416,7 @@ def _quote_page(
         notes=checkout.quote_notes(p, q, session=s),
         signed=licences.signature_for(p.workspace_id, ver.id, session=s) is not None,
         idempotency_key=key,
-        signing=_signing(request),
+        signing=_signing(request, q.package_id, q.version),
         error=error,
     )
     return _refused(request, context)
