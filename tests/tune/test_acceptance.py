@@ -217,3 +217,17 @@ def test_sigterm_stops_the_session_and_the_draft_holds_what_was_measured(tmp_pat
     assert "stopped before its end" in json.dumps(package["disclosures"])
     engines = subprocess.run(["pgrep", "-f", f"--model {model}"], capture_output=True, text=True)
     assert engines.stdout.strip() == ""  # no engine outlived the session
+
+
+def test_a_budget_that_cannot_cover_a_confirmation_measures_stock_alone_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """What happened on the H200 (docs/gpu-run.md): stock's start cost times the nine engine
+    starts of a candidate and its confirmation exceeded the budget."""
+    assert run_tune(tmp_path, "--budget", "2s", "--confirm-pairs", "4") == 0
+    log = search_log(tmp_path / "out")
+    assert [c["id"] for c in log["candidates"]] == ["c000"]
+    package = _package(tmp_path / "out")
+    text = json.dumps(package["disclosures"])
+    assert "No candidate besides stock was measured (the budget:" in text
+    assert "9 engine starts at" in text

@@ -198,7 +198,9 @@ def _measurements(config: TuneConfig, candidates: tuple[Candidate, ...], conf: C
 
 
 def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Confirmation | None,
-                 seconds: float, simulator: bool, stopped: bool = False) -> list[dict[str, str]]:  # fmt: skip
+                 seconds: float, simulator: bool, stopped: bool = False,
+                 search_stopped: str = "") -> list[dict[str, str]]:  # fmt: skip
+    why = f" The search stopped: {search_stopped}." if search_stopped else ""
     spec = engine(config.engine)
     failed = [c for c in candidates if c.score is None]
     searched = ", ".join(f"{k} in {list(v)}" for k, v in config.space.search.items())
@@ -210,7 +212,7 @@ def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Co
                  f"start or to serve; their reasons are in the package's search log, search-log.json beside its evidence), in {seconds:.0f} s of a "
                  f"{config.budget_s:g} s budget, engine restarts included. Not searched: "
                  f"{', '.join(others) or 'nothing else in servekit schema'}, and every flag outside it. "
-                 "The search runs chose a candidate and are kept as evidence; no figure rests on them."},
+                 "The search runs chose a candidate and are kept as evidence; no figure rests on them." + why},
         {"topic": "speedup", "title": "Confirmation runs, not the search, decide the speedup",
          "text": (f"Stock and {conf.candidate} were re-measured in {len(conf.stock_scores)} + "
                   f"{len(conf.tuned_scores)} fresh runs, interleaved, the engine restarted for each. "
@@ -218,7 +220,8 @@ def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Co
                    "not the engine's stock (below)." if config.space.shared else "A speedup is claimed.")
                   if conf.claimed else
                   "No speedup is claimed: the tuned configuration is not shown to beat stock."))
-         if conf else "No candidate besides stock could be measured, so nothing was confirmed."},
+         if conf else "No candidate besides stock was measured" + (f" ({search_stopped})" if search_stopped else "")
+         + ", so nothing was confirmed."},
         {"topic": "weights_source", "title": "The model is a local directory",
          "text": f"The engine served {config.model_dir}; model.commit is the first 40 hex of its tree digest "
                  "(model/pin.json), not a Hugging Face commit. Pin the upstream model before publishing."},
@@ -342,7 +345,7 @@ def _logs(config: TuneConfig, session: str, candidates: tuple[Candidate, ...], c
 
 def write_draft(config: TuneConfig, session: str, candidates: tuple[Candidate, ...],
                 conf: Confirmation | None, confirm: list[tuple[str, str, float]], seconds: float,
-                *, stopped: bool = False) -> Path:  # fmt: skip
+                *, stopped: bool = False, search_stopped: str = "") -> Path:  # fmt: skip
     """Write the package draft into ``config.out`` (see the module docstring)."""
     spec, out = engine(config.engine), config.out
     (out / "evidence").mkdir(parents=True, exist_ok=True)
@@ -369,7 +372,7 @@ def write_draft(config: TuneConfig, session: str, candidates: tuple[Candidate, .
                        "context_length": w.context_length}],
         "measurements": _measurements(config, candidates, conf, confirm, version, hw, simulator),
         "accuracy": _accuracy(config, simulator),
-        "disclosures": _disclosures(config, candidates, conf, seconds, simulator, stopped),
+        "disclosures": _disclosures(config, candidates, conf, seconds, simulator, stopped, search_stopped),
         "peak_memory": {"published": False, "note": "servekit tune does not measure memory."},
         "cost": {"as_of": dt.date.today().isoformat(), "note": "No cost is published by servekit tune."},
         "license": {"id": "draft-license", "name": "Draft licence", "version": "0.1", "date": dt.date.today().isoformat(),

@@ -108,6 +108,8 @@ class Session:
         self.began = time.monotonic()
         self.candidates: list[Candidate] = []
         self.confirm_runs: list[tuple[str, str, float]] = []
+        self.stopped_by = ""
+        """Why the search stopped proposing candidates."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.began
@@ -126,13 +128,19 @@ class Session:
         self.notify(f"{cid} {flags or 'stock'}: {shown}")
         return cand
 
-    def _room(self) -> bool:
-        """Whether one more candidate fits, leaving the confirmation its share."""
+    def _room(self) -> str | None:
+        """Why no further candidate fits (the count, or the budget once the confirmation has
+        its share), or None when one does."""
         c = self.config
         if c.max_candidates is not None and len(self.candidates) >= c.max_candidates:
-            return False
+            return f"--max-candidates {c.max_candidates} reached"
         cost = max((x.seconds for x in self.candidates), default=0.0)
-        return self.elapsed() + cost * (1 + 2 * c.confirm_pairs) <= c.budget_s
+        need = cost * (1 + 2 * c.confirm_pairs)
+        if self.elapsed() + need > c.budget_s:
+            return (f"the budget: {self.elapsed():.0f} s spent, and one more candidate and the "
+                    f"confirmation ({1 + 2 * c.confirm_pairs} engine starts at {cost:.0f} s, the "
+                    f"slowest so far) need {need:.0f} s of the {c.budget_s:g} s")  # fmt: skip
+        return None
 
     def search(self) -> None:
         """Step 2: stock first, then the proposer's points while the budget allows."""
@@ -145,13 +153,17 @@ class Session:
             )
         propose = proposer(self.config.method, self.config.space, self.config.seed,
                            maximize=_higher_is_better(self.config))  # fmt: skip
-        while self._room():
+        while (full := self._room()) is None:
             point = propose.propose()
             if point is None:
+                self.stopped_by = "every point of the space was measured"
                 break
             cid = f"c{len(self.candidates):03d}"
             got = self.measurer.measure(point, search_dir / f"{cid}.jsonl", TuneRole.SELECTION, cid)
             propose.tell(point, self._record(cid, point, got).score)
+        if full is not None:
+            self.stopped_by = full
+        self.notify(f"search stopped: {self.stopped_by}")
 
     def best(self) -> Candidate | None:
         """The best-scoring candidate other than stock (what a best-of-N tool would publish)."""
@@ -208,7 +220,8 @@ def tune(config: TuneConfig, tracker: Tracker, notify: Notify | None = None) -> 
     best = session.best()
     confirmation = session.verdict(best) if best is not None and session.confirm_runs else None
     write_draft(config, session.id, tuple(session.candidates), confirmation,
-                session.confirm_runs, session.elapsed(), stopped=stopped)  # fmt: skip
+                session.confirm_runs, session.elapsed(), stopped=stopped,
+                search_stopped=session.stopped_by)  # fmt: skip
     return Outcome(tuple(session.candidates), confirmation, best, config.out, session.elapsed())
 
 
