@@ -172,14 +172,16 @@ def test_every_example_chart_reads_true_from_its_svg(card: Card) -> None:
     drawn = charts(card.figures, card.concurrencies)
     for chart in drawn:
         _check(card, chart.panel, parse(render(chart), chart.panel))
-    assert len(package_dirs(EXAMPLES)) == 4  # every example is a case here
+    assert len(package_dirs(EXAMPLES)) == 6  # every example is a case here
 
 
 def test_what_each_example_draws() -> None:
-    """K3 and SmolLM2 publish every figure at one concurrency: no chart, the table alone.
-    Llama's p99 skips concurrency 8: two labelled dots, no line across the gap."""
+    """K3 and SmolLM2 publish every figure at one concurrency: no chart, the table alone; the
+    two tuning refusals publish no figure. Llama's p99 skips concurrency 8: two labelled dots,
+    no line across the gap."""
     drawn = {c.id: charts(c.figures, c.concurrencies) for c in example_cards()}
     assert drawn["kimi-k3-8xb300"] == () and drawn["smollm2-135m-vllm-h200"] == ()
+    assert drawn["qwen2.5-7b-dummy-vllm-tune-h200"] == drawn["smollm2-135m-vllm-tune-h200"] == ()
     llama = {c.panel: c for c in drawn["llama-850m-h200"]}
     assert list(llama) == [Panel.LATENCY, Panel.PER_TOKEN, Panel.THROUGHPUT]
     chart = parse(render(llama[Panel.LATENCY]), Panel.LATENCY)

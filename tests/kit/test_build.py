@@ -27,7 +27,7 @@ from tests.yamlio import dump_yaml
 
 K3 = ROOT / "examples" / "packages" / "kimi-k3-8xb300"
 
-SIGNED_AT = dt.datetime(2026, 12, 1, 18, tzinfo=dt.UTC)  # after every example's date
+SIGNED_AT = dt.datetime(2026, 12, 2, 18, tzinfo=dt.UTC)  # after every example's date
 
 
 @pytest.fixture

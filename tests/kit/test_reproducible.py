@@ -18,7 +18,7 @@ from servekit.kit.build import build_kit, source_date_epoch
 from tests.cli.helpers import run_cli
 from tests.kit.helpers import EXAMPLES, KEYS, ROOT, private_key
 
-SIGNED_AT = dt.datetime(2026, 12, 1, 18, tzinfo=dt.UTC)  # after every example's date
+SIGNED_AT = dt.datetime(2026, 12, 2, 18, tzinfo=dt.UTC)  # after every example's date
 EPOCH = str(int(SIGNED_AT.timestamp()))
 
 REBUILD = """
@@ -59,12 +59,12 @@ def test_signed_at_wins_over_source_date_epoch_and_both_over_the_clock(
         ["kit", "build", package, "--key", str(key), "-o", str(tmp_path / "a"), "--json"]
     )
     assert code == 0, err
-    assert json.loads(out)["signed_at"] == "2026-12-01T18:00:00Z"
-    later = ["--signed-at", "2026-12-02T00:00:00+00:00"]
+    assert json.loads(out)["signed_at"] == "2026-12-02T18:00:00Z"
+    later = ["--signed-at", "2026-12-03T00:00:00+00:00"]
     code, out, err = run_cli(
         ["kit", "build", package, "--key", str(key), "-o", str(tmp_path / "b"), "--json", *later]
     )
-    assert code == 0 and json.loads(out)["signed_at"] == "2026-12-02T00:00:00Z", err
+    assert code == 0 and json.loads(out)["signed_at"] == "2026-12-03T00:00:00Z", err
     monkeypatch.delenv("SOURCE_DATE_EPOCH")
     before = dt.datetime.now(dt.UTC).replace(microsecond=0)
     code, out, err = run_cli(
@@ -80,7 +80,7 @@ def test_the_published_kit_says_when_it_was_signed(tmp_path: Path) -> None:
     kit.write_bytes(build_kit(EXAMPLES[0], key, signed_at=SIGNED_AT).archive)
     trust = str(KEYS / "publisher.pub")
     code, out, err = run_cli(["verify", "kit", str(kit), "--trust", trust, "--json"])
-    assert code == 0 and json.loads(out)["signed_at"] == "2026-12-01T18:00:00Z", err
+    assert code == 0 and json.loads(out)["signed_at"] == "2026-12-02T18:00:00Z", err
 
 
 @pytest.mark.parametrize("raw", ["abc", "-5", "1.5", " 12", "\uff11\uff12", "99999999999999999999"])

@@ -16,7 +16,7 @@ from servekit.bench.sim.perf import PerfModel, optimum
 from servekit.cli.main import main
 from servekit.package.rules import check_package
 from servekit.package.rules.report import CheckReport
-from tests.tune.conftest import OPTIMUM, SIM_GPU, WORKLOAD, run_tune, search_log
+from tests.tune.conftest import OPTIMUM, SIM_GPU, SPACE, WORKLOAD, run_tune, search_log
 
 
 def _package(out: Path) -> dict[str, Any]:
@@ -148,3 +148,86 @@ def test_nothing_but_stock_starts_gives_an_honest_package_without_a_claim(
     assert package["hardware"]["target"] == {"gpu": "H200", "count": 2, "memory_per_gpu_gb": 141.0,
                                               "interconnect": "single node"}  # fmt: skip
     assert "nothing was confirmed" in json.dumps(package["disclosures"])
+
+
+def test_a_shared_flag_and_the_environment_are_recorded_and_the_baseline_is_not_called_stock(
+    tmp_path: Path,
+) -> None:
+    """space.yaml shared: and env: (what the H200 route needs: --enforce-eager, and
+    VLLM_USE_FLASHINFER_SAMPLER=0): every run records them, the package ships them, and a
+    speedup over a baseline that ran a shared flag is not a speedup over stock."""
+    space = {**SPACE, "shared": ["--enable-chunked-prefill"], "env": {"HF_HUB_OFFLINE": "1"}}
+    code = run_tune(tmp_path, "--max-candidates", "2", "--confirm-pairs", "4", "--budget", "10m",
+                    "--method", "grid", space=space)  # fmt: skip
+    assert code == 0
+    out = tmp_path / "out"
+    package = _package(out)
+    assert package["serve"]["env"] == [{"name": "HF_HUB_OFFLINE", "value": "1"}]
+    assert "--enable-chunked-prefill" in package["serve"]["args"]
+    header = json.loads(
+        (out / "evidence" / "confirm" / "stock-1.jsonl").read_text().splitlines()[0]
+    )
+    assert header["serve"]["env"]["HF_HUB_OFFLINE"] == "1"
+    assert "--enable-chunked-prefill" in header["serve"]["argv"]
+    # grid's first point is the optimum: confirmed faster than the baseline, so it ships;
+    # but a baseline that ran a shared flag is not stock, so no speedup is published
+    assert "tuned is" in package["summary"] and "better" in package["summary"]
+    assert package["measurements"]["speedups"] == []
+    assert [f["id"] for f in package["measurements"]["figures"]] == ["tuned-e2el"]
+    assert "--max-num-seqs" in package["serve"]["args"]
+    retracted = [r for r in package["measurements"]["runs"] if r.get("status")]
+    assert {r["id"] for r in retracted if r["id"].startswith("confirm-")} == {
+        f"confirm-stock-{i}" for i in range(1, 5)
+    }
+    assert "The baseline is not the engine's stock" in json.dumps(package["disclosures"])
+    report = _check(out)
+    assert not report.violations, [v.message for v in report.violations]
+
+
+def test_sigterm_stops_the_session_and_the_draft_holds_what_was_measured(tmp_path: Path) -> None:
+    """What `timeout` around a session on the H200 does: the engine running is stopped, and
+    the draft and search log hold the candidates measured so far."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.tune.conftest import write_inputs
+
+    model, wl, sp = write_inputs(tmp_path, WORKLOAD, NOISY_SPACE)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servekit.cli.main", "tune", "--engine", "sim", "--model", str(model),
+         "--workload", str(wl), "--space", str(sp), "--out", str(out), "--budget", "20m",
+         "--method", "grid"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ,
+    )  # fmt: skip
+    log = out / "evidence" / "search-log.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.exists() and len(json.loads(log.read_text())["candidates"]) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    package = _package(out)
+    measured = len(search_log(out)["candidates"])
+    assert 2 <= measured < 20
+    assert "stopped before its end" in json.dumps(package["disclosures"])
+    engines = subprocess.run(["pgrep", "-f", f"--model {model}"], capture_output=True, text=True)
+    assert engines.stdout.strip() == ""  # no engine outlived the session
+
+
+def test_a_budget_that_cannot_cover_a_confirmation_measures_stock_alone_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """What happened on the H200 (docs/gpu-run.md): stock's start cost times the nine engine
+    starts of a candidate and its confirmation exceeded the budget."""
+    assert run_tune(tmp_path, "--budget", "2s", "--confirm-pairs", "4") == 0
+    log = search_log(tmp_path / "out")
+    assert [c["id"] for c in log["candidates"]] == ["c000"]
+    package = _package(tmp_path / "out")
+    text = json.dumps(package["disclosures"])
+    assert "No candidate besides stock was measured (the budget:" in text
+    assert "9 engine starts at" in text

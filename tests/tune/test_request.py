@@ -64,6 +64,20 @@ def test_fixed_arguments_must_keep_stock_stock(tmp_path: Path) -> None:
         check_request(config)
 
 
+def test_shared_arguments_and_the_environment_are_checked(tmp_path: Path) -> None:
+    def config(**space: Any) -> TuneConfig:
+        return _config(tmp_path, "vllm", {"--max-num-seqs": [8]}, space=space)
+
+    check_request(config(shared=["--enforce-eager"], env={"VLLM_USE_FLASHINFER_SAMPLER": "0"},
+                         fixed=["--load-format", "dummy", "--max-model-len", "4096"]))  # fmt: skip
+    with pytest.raises(TuneError, match="shared: --max-num-seqs also searched"):
+        check_request(config(shared=["--max-num-seqs", "8"]))
+    with pytest.raises(TuneError, match="--kv-cache-dtype fp8 can change the model's outputs"):
+        check_request(config(shared=["--kv-cache-dtype", "fp8"]))
+    with pytest.raises(TuneError, match="env: VLLM_ATTENTION_BACKEND are not neutral for vllm"):
+        check_request(config(env={"VLLM_ATTENTION_BACKEND": "FLASHINFER"}))
+
+
 def test_an_existing_output_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     with pytest.raises(TuneError, match="already exists"):

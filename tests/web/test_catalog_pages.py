@@ -30,6 +30,12 @@ class _Cards(HTMLParser):
             self.cards.append((values["data-package"] or "", values["data-version"] or ""))
 
 
+QWEN = "qwen2.5-7b-dummy-vllm-tune-h200"  # servekit tune's refusals on the H200 (docs/gpu-run.md)
+SMOL_TUNE = "smollm2-135m-vllm-tune-h200"
+FREE = [QWEN, "smollm2-135m-vllm-h200", SMOL_TUNE]
+"""The H200 vLLM packages, in the default order: free, and no p50 latency or throughput."""
+
+
 def cards_on(html: str) -> list[tuple[str, str]]:
     parser = _Cards()
     parser.feed(html)
@@ -41,7 +47,9 @@ def test_catalog_lists_every_published_version(base_url: str) -> None:
     assert cards_on(html) == [
         ("kimi-k3-8xb300", "1.0.0"),
         ("llama-850m-h200", "1.0.0"),
+        ("qwen2.5-7b-dummy-vllm-tune-h200", "1.0.0"),
         ("smollm2-135m-vllm-h200", "1.0.0"),
+        ("smollm2-135m-vllm-tune-h200", "1.0.0"),
         ("tiny-sim", "0.1.0"),
     ]
 
@@ -64,7 +72,7 @@ def test_k3_card_shows_its_reported_latency_at_concurrency_8_with_its_source(
     [
         ({"engine": "transformers"}, ["llama-850m-h200"]),
         ({"model": "moonshotai/Kimi-K3"}, ["kimi-k3-8xb300"]),
-        ({"gpu": "H200", "engine": "vllm"}, ["smollm2-135m-vllm-h200"]),
+        ({"gpu": "H200", "engine": "vllm"}, [QWEN, "smollm2-135m-vllm-h200", SMOL_TUNE]),
         ({"gpu": "B300", "engine": "transformers"}, []),
     ],
 )
@@ -169,7 +177,7 @@ def test_a_page_from_the_cache_is_the_page_from_the_route(
 def test_bad_page_number_is_refused(base_url: str) -> None:
     assert httpx.get(base_url + "/", params={"page": "0"}).status_code == 422
     last = httpx.get(base_url + "/", params={"page": "99"}).text
-    assert len(cards_on(last)) == 4  # clamped to the last page
+    assert len(cards_on(last)) == 6  # clamped to the last page
 
 
 def test_a_draft_is_shown_for_review_and_offered_nowhere(base_url: str) -> None:
@@ -182,7 +190,7 @@ def test_a_draft_is_shown_for_review_and_offered_nowhere(base_url: str) -> None:
     assert "shown for review only, and not for sale" in page and 'id="buy"' not in page
     assert 'id="buy"' in httpx.get(base_url + "/packages/llama-850m-h200/1.0.0").text
     on_sale = httpx.get(base_url + "/api/v1/catalog").json()
-    assert "tiny-sim" not in {v["package_id"] for v in on_sale} and len(on_sale) == 3
+    assert "tiny-sim" not in {v["package_id"] for v in on_sale} and len(on_sale) == 5
     assert httpx.get(base_url + "/api/v1/catalog/tiny-sim/0.1.0").status_code == 404
 
 
@@ -208,8 +216,8 @@ def _card_html(html: str, package_id: str) -> str:
 @pytest.mark.parametrize(
     ("q", "expected"),
     [
-        ("smollm", ["smollm2-135m-vllm-h200"]),
-        ("SmolLM2   VLLM", ["smollm2-135m-vllm-h200"]),  # every word, any case
+        ("smollm", ["smollm2-135m-vllm-h200", SMOL_TUNE]),
+        ("SmolLM2   VLLM", ["smollm2-135m-vllm-h200", SMOL_TUNE]),  # every word, any case
         ("moonshotai B300", ["kimi-k3-8xb300"]),  # the model and the hardware
         ("TRANSFORMERS", ["llama-850m-h200"]),  # the engine
         ("llama b300", []),  # both words must match one card
@@ -235,15 +243,15 @@ def test_search_is_bounded_and_a_bad_sort_refused(base_url: str) -> None:
 @pytest.mark.parametrize(
     ("sort", "expected"),
     [
-        ("price", ["llama-850m-h200", "smollm2-135m-vllm-h200", "tiny-sim", "kimi-k3-8xb300"]),
-        ("-price", ["kimi-k3-8xb300", "llama-850m-h200", "smollm2-135m-vllm-h200", "tiny-sim"]),
+        ("price", ["llama-850m-h200", *FREE, "tiny-sim", "kimi-k3-8xb300"]),
+        ("-price", ["kimi-k3-8xb300", "llama-850m-h200", *FREE, "tiny-sim"]),
         # latency p50 at its lowest concurrency: llama 894 ms at 1, K3 18695 ms at 8; the
         # others publish no p50 latency and go last, in the default order
-        ("latency", ["llama-850m-h200", "kimi-k3-8xb300", "smollm2-135m-vllm-h200", "tiny-sim"]),
+        ("latency", ["llama-850m-h200", "kimi-k3-8xb300", *FREE, "tiny-sim"]),
         # output throughput per GPU, highest first: llama 788.2, tiny-sim 218.3
         (
             "throughput",
-            ["llama-850m-h200", "tiny-sim", "kimi-k3-8xb300", "smollm2-135m-vllm-h200"],
+            ["llama-850m-h200", "tiny-sim", "kimi-k3-8xb300", *FREE],
         ),
     ],
 )

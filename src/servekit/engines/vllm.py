@@ -78,6 +78,10 @@ SPEC = EngineSpec(
         "--distributed-executor-backend",
         "--gpu-memory-utilization",
         "--seed",
+        # how the weights are read; a format that changes them (dummy: random values in the
+        # checkpoint's shapes) is also on the numerics list below, so no figure of it
+        # passes as the model's own (SK108)
+        "--load-format",
     },
     numerics_flags={
         "--kv-cache-dtype": AUTO,
@@ -91,6 +95,9 @@ SPEC = EngineSpec(
         "--config": None,
     },
     preallocates=True,
+    # the implementation of top-k/top-p sampling (FlashInfer's kernels or PyTorch's): an
+    # install without FlashInfer must set 0, or the engine core dies at start
+    neutral_env=frozenset({"VLLM_USE_FLASHINFER_SAMPLER"}),
     flags=FLAGS,
     fit=FIT,
     release_image="vllm/vllm-openai:v{version}",

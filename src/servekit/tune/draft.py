@@ -113,7 +113,8 @@ def _primary(runs: list[tuple[str, str, float]], higher: bool) -> int:
 
 
 def _runs(config: TuneConfig, candidates: tuple[Candidate, ...], confirm: list[tuple[str, str, float]],
-          simulator: bool) -> list[dict[str, Any]]:  # fmt: skip
+          simulator: bool, unshipped: dict[str, str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every run; the confirmation runs of a side in ``unshipped`` (side -> why) retracted."""
     today = dt.date.today().isoformat()
     base = {"workload": config.workload.id, "simulator": simulator, "date": today}
     selection = {"state": "retracted", "date": today,
@@ -122,7 +123,11 @@ def _runs(config: TuneConfig, candidates: tuple[Candidate, ...], confirm: list[t
             "status": selection, **base} for c in candidates if c.run_file]  # fmt: skip
     for file, side, _ in confirm:
         number = file.rsplit("-", 1)[-1].removesuffix(".jsonl")
-        out.append({"id": f"confirm-{side}-{number}", "file": file, "config": side, **base})
+        why = (unshipped or {}).get(side)
+        status = {"status": {"state": "retracted", "date": today, "reason": why}} if why else {}
+        out.append(
+            {"id": f"confirm-{side}-{number}", "file": file, "config": side, **base, **status}
+        )
     return out
 
 
@@ -138,6 +143,9 @@ def _config_runs(confirm: list[tuple[str, str, float]], side: str, primary: int)
 
 def _measurements(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Confirmation | None,
                   confirm: list[tuple[str, str, float]], version: str, hw: str, simulator: bool) -> dict[str, Any]:  # fmt: skip
+    """Figures of the shipped configuration (tuned when the confirmation carried it, else
+    stock); both configurations' when a speedup over stock is published. The confirmation runs
+    of a configuration with no figure stay as evidence, retracted with the reason (SK135)."""
     o, root = config.workload.objective, config.out
     m: dict[str, Any] = {"tolerance_pct": TOLERANCE_PCT, "improvement_contract_pct": CONTRACT_PCT,
                          "runs": _runs(config, candidates, confirm, simulator), "figures": [], "speedups": []}  # fmt: skip
@@ -145,41 +153,54 @@ def _measurements(config: TuneConfig, candidates: tuple[Candidate, ...], conf: C
         return m
     primary = _primary(confirm, o.metric.is_throughput)
     label = f"{o.metric.value} {o.statistic.value} at concurrency {config.workload.concurrency}"
-    values = {}
-    for side, title in (("stock", "stock"), ("tuned", f"tuned ({conf.candidate})")):
-        runs = _config_runs(confirm, side, primary)
-        if not runs:
+    base = f"stock + {' '.join(config.space.shared)}" if config.space.shared else "stock"
+    titles = {"stock": base, "tuned": f"tuned ({conf.candidate})"}
+    values, runs = {}, {}
+    for side in titles:
+        runs[side] = _config_runs(confirm, side, primary)
+        if not runs[side]:
             continue
         file = next(
             f
             for f, s, _ in confirm
-            if s == side and f.endswith(f"-{runs[0].rsplit('-', 1)[-1]}.jsonl")
+            if s == side and f.endswith(f"-{runs[side][0].rsplit('-', 1)[-1]}.jsonl")
         )
         values[side] = round(_value(root, file, config, o.metric, o.statistic), 2)
-        m["figures"].append(
-            _figure(
-                f"{side}-{o.metric.value}",
-                f"{label}, {title}",
-                runs,
-                values[side],
-                version,
-                hw,
-                config,
-            )
-        )
+    speedup, why_not = None, "the confirmation did not show it faster than the baseline"
     if conf.claimed and {"stock", "tuned"} <= set(values):
         s, t = values["stock"], values["tuned"]
         gain = (t / s - 1) if o.metric.is_throughput else (s / t - 1)
-        if gain * 100 < m["improvement_contract_pct"]:  # the most cautious pair does not clear it
-            return m
-        m["speedups"].append({"id": "tuned-vs-stock", "figure": f"tuned-{o.metric.value}",
-                              "baseline": f"stock-{o.metric.value}", "value_pct": round(gain * 100, 2),
-                              "baseline_is_stock": True})  # fmt: skip
+        if config.space.shared:
+            why_not = (f"it ran {' '.join(config.space.shared)}, so it is not the engine's stock and the "
+                       "rules publish no speedup over it (SK106, SK131); the confirmation's result is "
+                       "in the speedup disclosure")  # fmt: skip
+        elif gain * 100 < CONTRACT_PCT:  # the most cautious pair does not clear the contract
+            why_not = "its most cautious confirmation pair does not clear the improvement contract"
+        else:
+            speedup = {"id": "tuned-vs-stock", "figure": f"tuned-{o.metric.value}",
+                       "baseline": f"stock-{o.metric.value}", "value_pct": round(gain * 100, 2),
+                       "baseline_is_stock": True}  # fmt: skip
+    shipped = "tuned" if conf.claimed else "stock"
+    published = set(titles) if speedup else {shipped}
+    unshipped = {side: (f"the {side} configuration is not shipped and publishes no figure: "
+                        + ("the confirmation did not show it faster than the baseline" if side == "tuned" else
+                           f"no speedup over it is published ({why_not})")
+                        + "; the run stays as evidence of the confirmation")
+                 for side in titles if side not in published}  # fmt: skip
+    m["runs"] = _runs(config, candidates, confirm, simulator, unshipped)
+    for side, title in titles.items():
+        if side in values and side in published:
+            m["figures"].append(_figure(f"{side}-{o.metric.value}", f"{label}, {title}", runs[side],
+                                        values[side], version, hw, config))  # fmt: skip
+    if speedup:
+        m["speedups"].append(speedup)
     return m
 
 
 def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Confirmation | None,
-                 seconds: float, simulator: bool) -> list[dict[str, str]]:  # fmt: skip
+                 seconds: float, simulator: bool, stopped: bool = False,
+                 search_stopped: str = "") -> list[dict[str, str]]:  # fmt: skip
+    why = f" The search stopped: {search_stopped}." if search_stopped else ""
     spec = engine(config.engine)
     failed = [c for c in candidates if c.score is None]
     searched = ", ".join(f"{k} in {list(v)}" for k, v in config.space.search.items())
@@ -191,13 +212,16 @@ def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Co
                  f"start or to serve; their reasons are in the package's search log, search-log.json beside its evidence), in {seconds:.0f} s of a "
                  f"{config.budget_s:g} s budget, engine restarts included. Not searched: "
                  f"{', '.join(others) or 'nothing else in servekit schema'}, and every flag outside it. "
-                 "The search runs chose a candidate and are kept as evidence; no figure rests on them."},
+                 "The search runs chose a candidate and are kept as evidence; no figure rests on them." + why},
         {"topic": "speedup", "title": "Confirmation runs, not the search, decide the speedup",
          "text": (f"Stock and {conf.candidate} were re-measured in {len(conf.stock_scores)} + "
                   f"{len(conf.tuned_scores)} fresh runs, interleaved, the engine restarted for each. "
-                  f"{conf.verdict}. " + ("A speedup is claimed." if conf.claimed else
+                  f"{conf.verdict}. " + (("The tuned configuration is shipped; no speedup is published, because the baseline is "
+                   "not the engine's stock (below)." if config.space.shared else "A speedup is claimed.")
+                  if conf.claimed else
                   "No speedup is claimed: the tuned configuration is not shown to beat stock."))
-         if conf else "No candidate besides stock could be measured, so nothing was confirmed."},
+         if conf else "No candidate besides stock was measured" + (f" ({search_stopped})" if search_stopped else "")
+         + ", so nothing was confirmed."},
         {"topic": "weights_source", "title": "The model is a local directory",
          "text": f"The engine served {config.model_dir}; model.commit is the first 40 hex of its tree digest "
                  "(model/pin.json), not a Hugging Face commit. Pin the upstream model before publishing."},
@@ -208,6 +232,22 @@ def _disclosures(config: TuneConfig, candidates: tuple[Candidate, ...], conf: Co
         {"topic": "engine_build", "title": "The engine build was not recorded",
          "text": "The engine is the installed distribution the tuner ran; its RECORD hash was not taken."},
     ]  # fmt: skip
+    if stopped:
+        out.append({"topic": "other", "subject": "tuning", "title": "The session was stopped before its end",
+                    "text": f"servekit tune got SIGTERM after {seconds:.0f} s: the package holds the "
+                            f"{len(candidates)} candidates and {len(conf.stock_scores) + len(conf.tuned_scores) if conf else 0} confirmation "
+                            "runs measured by then, and nothing after."})  # fmt: skip
+    if config.space.shared:
+        out.append({"topic": "speedup", "title": "The baseline is not the engine's stock",
+                    "text": f"Every candidate, the baseline included, ran with {' '.join(config.space.shared)} "
+                            f"(space.yaml shared:), which is not among {spec.name}'s load-needed flags: the "
+                            "baseline is stock plus these, and any speedup is against it, not against "
+                            f"{spec.name}'s defaults (baseline_is_stock: false)."})  # fmt: skip
+    if config.space.env:
+        out.append({"topic": "other", "subject": "environment", "title": "The environment every start ran with",
+                    "text": "Every engine start, the baseline included, ran with "
+                            + ", ".join(f"{k}={v}" for k, v in config.space.env.items())
+                            + " (space.yaml env:, recorded in each run's header)."})  # fmt: skip
     if simulator:
         out.append({"topic": "simulator", "title": "Every figure was measured against servekit's simulator",
                     "text": "The engine was `servekit sim serve` with its performance model: the figures "
@@ -256,8 +296,11 @@ def _engine(spec: EngineSpec, version: str) -> dict[str, Any]:
 
 
 def _serve(config: TuneConfig, spec: EngineSpec, flags: dict[str, Any]) -> dict[str, Any]:
-    serve: dict[str, Any] = {"entrypoint": list(spec.entrypoint), "args": [*config.space.fixed, *spec.flag_args(flags)],
+    args = [*config.space.fixed, *config.space.shared, *spec.flag_args(flags)]
+    serve: dict[str, Any] = {"entrypoint": list(spec.entrypoint), "args": args,
                              "served_model_name": config.served_name}  # fmt: skip
+    if config.space.env:
+        serve["env"] = [{"name": k, "value": v} for k, v in config.space.env.items()]
     if spec.model_arg:
         serve["model_arg"] = spec.model_arg
     if spec.served_name_flag is None:  # clients send the model path (kits add no flag for it)
@@ -276,14 +319,22 @@ def _version(config: TuneConfig, candidates: tuple[Candidate, ...]) -> tuple[str
     return header.engine_version or "unknown", header.simulator
 
 
-def _logs(config: TuneConfig, session: str, candidates: tuple[Candidate, ...], conf: Confirmation | None,
-          confirm: list[tuple[str, str, float]]) -> None:  # fmt: skip
+def write_search_log(config: TuneConfig, session: str, candidates: tuple[Candidate, ...]) -> None:
+    """``evidence/search-log.json``, rewritten after every candidate, so a session stopped
+    from outside keeps the record of what it measured."""
     evidence = config.out / "evidence"
+    evidence.mkdir(parents=True, exist_ok=True)
     log = {"session": session, "engine": config.engine, "method": config.method.value,
            "budget_s": config.budget_s, "space": config.space.model_dump(mode="json"),
            "objective": config.workload.objective.model_dump(mode="json"),
            "candidates": [c.model_dump(mode="json") for c in candidates]}  # fmt: skip
     (evidence / "search-log.json").write_text(json.dumps(log, indent=2) + "\n")
+
+
+def _logs(config: TuneConfig, session: str, candidates: tuple[Candidate, ...], conf: Confirmation | None,
+          confirm: list[tuple[str, str, float]]) -> None:  # fmt: skip
+    evidence = config.out / "evidence"
+    write_search_log(config, session, candidates)
     if conf is not None:
         record = {
             **conf.model_dump(mode="json"),
@@ -293,7 +344,8 @@ def _logs(config: TuneConfig, session: str, candidates: tuple[Candidate, ...], c
 
 
 def write_draft(config: TuneConfig, session: str, candidates: tuple[Candidate, ...],
-                conf: Confirmation | None, confirm: list[tuple[str, str, float]], seconds: float) -> Path:  # fmt: skip
+                conf: Confirmation | None, confirm: list[tuple[str, str, float]], seconds: float,
+                *, stopped: bool = False, search_stopped: str = "") -> Path:  # fmt: skip
     """Write the package draft into ``config.out`` (see the module docstring)."""
     spec, out = engine(config.engine), config.out
     (out / "evidence").mkdir(parents=True, exist_ok=True)
@@ -320,7 +372,7 @@ def write_draft(config: TuneConfig, session: str, candidates: tuple[Candidate, .
                        "context_length": w.context_length}],
         "measurements": _measurements(config, candidates, conf, confirm, version, hw, simulator),
         "accuracy": _accuracy(config, simulator),
-        "disclosures": _disclosures(config, candidates, conf, seconds, simulator),
+        "disclosures": _disclosures(config, candidates, conf, seconds, simulator, stopped, search_stopped),
         "peak_memory": {"published": False, "note": "servekit tune does not measure memory."},
         "cost": {"as_of": dt.date.today().isoformat(), "note": "No cost is published by servekit tune."},
         "license": {"id": "draft-license", "name": "Draft licence", "version": "0.1", "date": dt.date.today().isoformat(),

@@ -54,13 +54,17 @@ class Measurer:
 
     def argv(self, flags: dict[str, FlagValue], port: int) -> tuple[str, ...]:
         c = self.config
-        return self.spec.serve_argv(str(c.model_dir), flags, port=port,
-                                    served_name=c.served_name, extra=c.space.fixed)  # fmt: skip
+        return self.spec.serve_argv(str(c.model_dir), flags, port=port, served_name=c.served_name,
+                                    extra=(*c.space.fixed, *c.space.shared))  # fmt: skip
 
     def _env(self) -> dict[str, str]:
-        """A simulated host draws its noise per start (see servekit.engines.sim)."""
+        """The space's environment, recorded in each run; a simulated host also draws its
+        noise per start (see servekit.engines.sim)."""
         name = self.spec.noise_seed_env
-        return {name: f"{self.config.seed}:{self.starts}"} if name else {}
+        return {
+            **self.config.space.env,
+            **({name: f"{self.config.seed}:{self.starts}"} if name else {}),
+        }
 
     def measure(
         self, flags: dict[str, FlagValue], run_file: Path, role: TuneRole, candidate: str

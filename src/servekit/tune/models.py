@@ -51,10 +51,15 @@ class TuneWorkload(Frozen):
 
 class Space(Frozen):
     """``space.yaml``: ``search`` (flag -> values to try) and ``fixed`` (arguments every
-    candidate, stock included, runs with; they must be load-needed flags of the engine)."""
+    candidate, stock included, runs with; they must be load-needed flags of the engine);
+    ``env`` (variables every start runs with, recorded in each run; they must be neutral for
+    the engine) and ``shared`` (other arguments every candidate, stock included, runs with:
+    the baseline is then stock plus these, not the engine's stock, and the draft says so)."""
 
     search: dict[str, tuple[FlagValue, ...]] = Field(min_length=1)
     fixed: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    shared: tuple[str, ...] = ()
 
     def size(self) -> int:
         total = 1

@@ -109,3 +109,25 @@ def test_sk141_tuned_run_changing_numerics_without_an_accuracy_check(tmp_path: P
     # "auto" changes no numerics, so SK141 has nothing to say
     auto = {**_confirmed(MORE), "run-a": _numerics("auto")}
     assert fired(tmp_path / "auto", _four_a_side, MORE, evidence=auto) == {"SK135"}
+
+
+def test_sk141_reads_only_what_the_tuned_run_changes_beyond_the_sessions_stock(
+    tmp_path: Path,
+) -> None:
+    """A session whose stock ran with random weights (--load-format dummy) too: the tuned
+    runs' dummy weights are not the tuned configuration's doing; an fp8 KV cache is."""
+
+    def dummy(role: str, candidate: str, *more: str) -> Callable[[Lines], None]:
+        def edit(lines: Lines) -> None:
+            lines[0]["tune"] = {"role": role, "session": "s1", "candidate": candidate}
+            lines[0]["serve"]["argv"] += ["--load-format", "dummy", *more]
+
+        return edit
+
+    marks = {r: dummy("confirmation", "stock" if r.startswith("base") else "c003") for r in MORE}
+    got = report(tmp_path, _four_a_side, MORE, evidence=marks)
+    assert not [v for v in got.violations if v.rule == "SK141"]
+    marks["run-a"] = dummy("confirmation", "c003", "--kv-cache-dtype", "fp8")
+    got = report(tmp_path / "fp8", _four_a_side, MORE, evidence=marks)
+    [v] = [v for v in got.violations if v.rule == "SK141"]
+    assert "--kv-cache-dtype fp8" in v.message and "dummy" not in v.message

@@ -75,19 +75,29 @@ def _confirmed(
 @rule(
     RuleId.TUNED_NUMERICS_MEASURED,
     "A run of servekit tune whose serve command changes numerics (a flag on the engine's "
-    "numerics list, as `--allow-numerics` permits) backs figures only when accuracy was "
-    "measured against stock and its gate passed.",
+    "numerics list, as `--allow-numerics` permits) beyond what the same session's stock runs "
+    "ran with backs figures only when accuracy was measured against stock and its gate passed.",
     "A faster configuration that may change outputs is not published without an accuracy check.",
 )
 def tuned_numerics_measured(ctx: Context) -> Findings:
     acc = ctx.package.accuracy
     if acc.method is AccuracyMethod.MEASURED and acc.gate is GateResult.PASSED:
         return
+    engine = ctx.package.engine.name
+    stock: dict[str, set[str]] = {}  # session -> the numerics changes every stock run made
+    for _, _, ev in ctx.runs_with_evidence():
+        mark, serve = ev.header.tune, ev.header.serve
+        if mark is not None and serve is not None and mark.candidate == "stock":
+            made = set(numerics_changes(engine, serve.argv))
+            stock[mark.session] = stock.get(mark.session, made) & made
     for where, run, ev in ctx.runs_with_evidence():
         figures = ctx.figures_using(run.id)
         if ev.header.tune is None or ev.header.serve is None or not figures:
             continue
-        changes = numerics_changes(ctx.package.engine.name, ev.header.serve.argv)
+        # what stock ran with too (the weights a session loads, --load-format dummy) is not
+        # the tuned configuration's doing; the accuracy rules read it (SK108)
+        shared = stock.get(ev.header.tune.session, set())
+        changes = [c for c in numerics_changes(engine, ev.header.serve.argv) if c not in shared]
         if changes:
             yield finding(
                 RuleId.TUNED_NUMERICS_MEASURED, f"{where}.file",
