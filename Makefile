@@ -37,9 +37,14 @@ typecheck: $(STAMP)
 # module names than coverage's source matches. Raise them as tests are added.
 COVERAGE_FLOOR ?= 94
 BRANCH_FLOOR ?= 91
+# pytest-xdist: one worker per core; the tests of one module run on one worker, so a
+# module-scoped fixture (a served store, a browser) is set up once. Each worker is a
+# Python subprocess, measured and combined like the CLI's (docs/testing.md).
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
 pytest: $(STAMP)
 	$(BIN)/coverage erase
-	$(BIN)/coverage run -m pytest -q
+	$(BIN)/coverage run -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --fail-under=$(COVERAGE_FLOOR)
 	$(BIN)/coverage json -q -o coverage.json

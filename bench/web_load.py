@@ -1,6 +1,6 @@
-"""Catalog web app under load, beside a plain static file server of the same pages.
+"""Catalog web app under load, beside nginx serving the static export of the same pages.
 
-    apt-get install -y wrk
+    apt-get install -y wrk nginx
     .venv/bin/python bench/web_load.py [--packages 1000] [--clients 16] [--seconds 10]
 
 Steps:
@@ -12,31 +12,32 @@ Steps:
      ``servekit serve`` does, without its kit: building and signing 1 000 kits takes most
      of an hour on 2 cores, and no page reads a kit;
   3. export the static catalog of the same versions (timed; the figure the issue targets);
-  4. serve the live app as ``servekit serve`` does (uvicorn, 1 worker, the app factory
-     ``servekit.web.app:create_app``, pages read through the store: ``StoreCatalog``,
-     which checks SQLite's data_version and the publish generation on every request and
-     queries the store when either moved) and the export (``http.server``, threaded, keep-alive,
-     ``TCP_NODELAY``, a listen backlog that holds every client), each in its own process
-     on a loopback port;
+  4. serve the live app as ``servekit serve --workers N`` does (uvicorn, ``--live-workers``
+     workers, default one per core; the app factory ``servekit.web.app:create_app``, pages
+     read through the store: ``StoreCatalog``, which checks SQLite's data_version and the
+     publish generation on every request and queries the store when either moved) and the
+     export with Debian's nginx, as an operator would serve it (``worker_processes auto``,
+     ``sendfile``, ``tcp_nopush``, no access log; a configuration generated in the
+     temporary directory, the master in the foreground), each on a free loopback port and
+     stopped at the end;
   5. wrk (Debian package ``wrk``) holds 16 connections and fetches the catalog page
      (cycling through its pages) and package pages (cycling through versions) from each
-     server; print p50, p99, req/s and the live/static ratio;
+     server; print p50, p99, req/s and the live/nginx ratio;
   6. the workers stall: one client sends 200 sequential requests on one keep-alive
      connection to the live app with 1 worker and with ``--workers`` (default 2); print
      each p50. Several workers once stalled every such request about 44 ms (Nagle's
      algorithm against the client's delayed ACK: servekit/web/protocol.py); the p50s
      should be alike.
 
-Everything runs on one machine: the clients share the CPU with the server they measure,
-so compare the ratio, not the absolute rates, across machines.
+Without ``wrk`` or ``nginx`` the script says which is missing and how to install it, and
+exits 2. Everything runs on one machine: the clients share the CPU with the server they
+measure, so compare the ratio, not the absolute rates, across machines.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import http.client
-import http.server
 import os
 import shutil
 import socket
@@ -46,9 +47,10 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import yaml
 
@@ -108,27 +110,44 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(name: str, args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+def server(
+    name: str, args: list[str] | Callable[[int], list[str]], env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """A server process on a free loopback port (``{port}`` in ``args``, or ``args(port)``),
+    yielded once it answers ``/``, and stopped (SIGTERM) at the end."""
     port = _free_port()
-    argv = [a.replace("{port}", str(port)) for a in args]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = args(port) if callable(args) else [a.replace("{port}", str(port)) for a in args]
     url = f"http://127.0.0.1:{port}"
-    try:
-        started = time.monotonic()
-        deadline = started + 30
-        while True:
+    with tempfile.TemporaryFile() as errors:  # what it says if it fails to start
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        try:
+            _wait_ready(name, url, proc, errors)
+            yield url
+        finally:
+            proc.terminate()
             try:
-                urllib.request.urlopen(url + "/", timeout=300).read()
-                print(f"{name}: first page {time.monotonic() - started:.1f} s after start")
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_ready(name: str, url: str, proc: subprocess.Popen[bytes], errors: IO[bytes]) -> None:
+    started = time.monotonic()
+    deadline = started + 180  # a loaded machine: the live app loads the catalog first
+    while True:
+        try:
+            urllib.request.urlopen(url + "/", timeout=300).read()
+            print(f"{name}: first page {time.monotonic() - started:.1f} s after start")
+            return
+        except OSError:
+            if proc.poll() is not None:
+                errors.seek(0)
+                said = errors.read().decode(errors="replace")
+                raise SystemExit(f"{name} did not start: {said}") from None
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 WRK_SCRIPT = """
@@ -165,24 +184,66 @@ def measure(
     return {"p50": p50, "p99": p99, "rps": rps, "requests": count, "errors": errors}
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like the live server
+NGINX_CONF = """
+# written by bench/web_load.py: Debian's defaults where they matter to a static site
+# (sendfile, tcp_nopush, worker_processes auto), every path under this directory
+daemon off;
+worker_processes auto;
+pid {work}/nginx.pid;
+error_log {work}/nginx-error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  sendfile on;
+  tcp_nopush on;
+  access_log off;
+  client_body_temp_path {work}/nginx-tmp/body;
+  proxy_temp_path {work}/nginx-tmp/proxy;
+  fastcgi_temp_path {work}/nginx-tmp/fastcgi;
+  uwsgi_temp_path {work}/nginx-tmp/uwsgi;
+  scgi_temp_path {work}/nginx-tmp/scgi;
+  server {{
+    listen 127.0.0.1:{{port}};
+    root {site};
+    index index.html;
+  }}
+}}
+"""
 
-    def setup(self) -> None:
-        super().setup()
-        # headers and body go out in two writes: without this, delayed ACKs add 40 ms
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+def nginx_command(nginx: str, site: Path, work: Path) -> Callable[[int], list[str]]:
+    """Debian's nginx in the foreground, serving ``site`` on ``{port}`` (filled in by
+    :func:`server`), with a configuration and every file it writes under ``work``. As
+    root, nginx's workers run as ``nobody``, so ``work`` is opened to them."""
+    (work / "nginx-tmp").mkdir(exist_ok=True)
+    work.chmod(0o755)
+    conf = NGINX_CONF.format(work=work, site=site).replace("{{port}}", "{port}")
+
+    def argv(port: int) -> list[str]:
+        (work / "nginx.conf").write_text(conf.replace("{port}", str(port)))
+        return [nginx, "-p", str(work), "-e", "stderr", "-c", str(work / "nginx.conf")]
+
+    return argv
 
 
-def serve_static(directory: str, port: int) -> None:
-    """``http.server`` with keep-alive and a listen backlog that holds 16 clients."""
-    handler = functools.partial(_Handler, directory=directory)
-    http.server.ThreadingHTTPServer.request_queue_size = 128
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
-        httpd.serve_forever()
+def missing_tools() -> list[str]:
+    """What the bench needs and this machine lacks, each with the way to get it."""
+    missing = []
+    if shutil.which("wrk") is None:
+        missing.append("wrk is not installed (Debian: apt-get install -y wrk)")
+    if nginx_path() is None:
+        missing.append(
+            "nginx is not installed (Debian: apt-get install -y nginx; or set NGINX to its path)"
+        )
+    return missing
+
+
+def nginx_path() -> str | None:
+    """``$NGINX`` if set, else ``nginx`` on the path, else Debian's ``/usr/sbin/nginx``."""
+    named = os.environ.get("NGINX")
+    candidates = [named] if named else [shutil.which("nginx"), "/usr/sbin/nginx"]
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
 def serve_live(port: int, workers: int = 1) -> None:
@@ -248,16 +309,23 @@ def main() -> None:
     parser.add_argument("--packages", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=10, help="Measured seconds per row.")
-    parser.add_argument("--serve-static", nargs=2, metavar=("DIR", "PORT"), help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=2, help="Workers for step 6.")
+    parser.add_argument(
+        "--live-workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="The live app's workers in step 5 (default: one per core, as nginx's "
+        "worker_processes auto).",
+    )
     parser.add_argument("--serve-live", type=int, metavar="PORT", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.serve_live:
         serve_live(opts.serve_live, opts.workers)
         return
-    if opts.serve_static:
-        serve_static(opts.serve_static[0], int(opts.serve_static[1]))
-        return
+    missing = missing_tools()
+    if missing:
+        print("bench/web_load.py cannot run here:\n  " + "\n  ".join(missing), file=sys.stderr)
+        raise SystemExit(2)
     work = Path(tempfile.mkdtemp(prefix="servekit-web-load-"))
     try:
         run(opts, work)
@@ -298,7 +366,10 @@ def run(opts: argparse.Namespace, work: Path) -> None:
     }
     env = {**os.environ, "SERVEKIT_HOME": str(work / "home")}
     live_cmd = [sys.executable, __file__, "--serve-live", "{port}"]
-    static_cmd = [sys.executable, __file__, "--serve-static", str(work / "site"), "{port}"]
+    live_cmd += ["--workers", str(opts.live_workers)]
+    nginx = nginx_path()
+    assert nginx is not None  # main checked
+    static_cmd = nginx_command(nginx, work / "site", work)
     results: dict[tuple[str, str], dict[str, float]] = {}
     with server("live", live_cmd, env) as live, server("static", static_cmd) as static:
         for case, (live_paths, static_paths) in cases.items():
@@ -306,9 +377,12 @@ def run(opts: argparse.Namespace, work: Path) -> None:
             results[("static", case)] = measure(
                 static, static_paths, opts.clients, opts.seconds, work
             )
-    print(f"\n{opts.clients} connections (wrk, 1 thread), {opts.seconds} s per row, loopback")
     print(
-        f"{'page':8} {'server':7} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'errors':>7} {'live/static':>12}"
+        f"\n{opts.clients} connections (wrk, 1 thread), {opts.seconds} s per row, loopback; "
+        f"live app {opts.live_workers} worker(s), static: nginx ({nginx})"
+    )
+    print(
+        f"{'page':8} {'server':7} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'errors':>7} {'live/nginx':>12}"
     )
     for case in cases:
         for side in ("live", "static"):

@@ -156,6 +156,10 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         redoc_url=None,
         openapi_url=f"{PREFIX}/openapi.json",
         lifespan=_settle,
+        # FastAPI's OpenTelemetry bridge asked the global providers on every request
+        # whether one was configured: a third of a cached page's time in the app
+        # (docs/performance.md); servekit exports no telemetry
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     ctx = context_from_settings(settings)
     app.state.settings = settings
