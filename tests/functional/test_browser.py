@@ -54,7 +54,7 @@ def test_browse_filter_open_and_follow_the_evidence(page: object, shots: Path) -
 
     # 1. the catalog: every example package has a card
     tab.goto("/")
-    expect(tab.locator("article.card")).to_have_count(4)
+    expect(tab.locator("article.card")).to_have_count(len(package_dirs(EXAMPLES)))
     tab.screenshot(path=shots / "01-catalog.png", full_page=True)
 
     # 2. filter by GPU: only the K3 card stays, with its reported latency at concurrency 8
