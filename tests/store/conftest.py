@@ -24,11 +24,12 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from servekit.store import accounts
+from servekit.store.checkout import confirm, create_quote
 from servekit.store.db import Store, make_engine, migrate
-from servekit.store.models import Role
+from servekit.store.models import OrderKind, Role
 from servekit.store.providers import ProviderName, SandboxProvider
 from servekit.store.publishing import publish
-from servekit.store.results import Principal
+from servekit.store.results import OrderInfo, Principal
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "tests" / "assets"
@@ -238,3 +239,14 @@ class StripeLikeProvider(SandboxProvider):
     def refund(self, payment_ref: str, amount_cents: int, *, idempotency_key: str) -> str:
         self.refunds.append((payment_ref, amount_cents))
         return "re_1"
+
+
+def sold_priced(
+    session: Session, packages: Packages, key: Path, kits_dir: Path, slug: str = "acme"
+) -> OrderInfo:
+    """The priced test package published and bought by a new workspace ``slug`` through
+    :class:`StripeLikeProvider` (orders with a Stripe-shaped payment reference)."""
+    publish_one(packages.priced, key, kits_dir, session)
+    who = member(session, slug)
+    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=session)
+    return confirm(who, quote.id, "k", provider=StripeLikeProvider(), session=session)

@@ -11,9 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from servekit.store import ledger
-from servekit.store.checkout import confirm, create_quote, refund_order
-from servekit.store.models import JournalEntry, OrderKind
-from tests.store.conftest import Packages, StripeLikeProvider, member, publish_one
+from servekit.store.checkout import refund_order
+from servekit.store.models import JournalEntry
+from tests.store.conftest import Packages, sold_priced
 
 
 def _entries(db: Session) -> list[tuple[str, bool]]:
@@ -23,10 +23,7 @@ def _entries(db: Session) -> list[tuple[str, bool]]:
 def test_a_sale_and_its_refund_are_written_sealed_and_balanced(
     db: Session, packages: Packages, key: Path, kits_dir: Path
 ) -> None:
-    publish_one(packages.priced, key, kits_dir, db)
-    who = member(db, "acme")
-    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=db)
-    order = confirm(who, quote.id, "k", provider=StripeLikeProvider(), session=db)
+    order = sold_priced(db, packages, key, kits_dir)
     refund_order(order.id, "operator", amount_cents=1000, session=db)
     db.expire_all()
     assert _entries(db) == [(f"sale order {order.id}", True), (f"refund order {order.id}", True)]

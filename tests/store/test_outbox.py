@@ -7,20 +7,17 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from servekit.store.checkout import confirm, create_quote, refund_order
-from servekit.store.models import OrderKind, OutboxMessage
+from servekit.store.checkout import refund_order
+from servekit.store.models import OutboxMessage
 from servekit.store.outbox import REFUND_TOPIC, drain_outbox
 from servekit.store.providers import SandboxProvider
-from tests.store.conftest import Packages, StripeLikeProvider, member, publish_one
+from tests.store.conftest import Packages, StripeLikeProvider, sold_priced
 
 
 def test_an_operator_refund_goes_to_the_provider_through_the_outbox(
     db: Session, packages: Packages, key: Path, kits_dir: Path
 ) -> None:
-    publish_one(packages.priced, key, kits_dir, db)
-    who = member(db, "acme")
-    quote = create_quote(who, "test-priced", "1.0.0", OrderKind.PURCHASE, session=db)
-    order = confirm(who, quote.id, "k", provider=StripeLikeProvider(), session=db)
+    order = sold_priced(db, packages, key, kits_dir)
     refund_order(order.id, "operator", session=db)
     (queued,) = db.scalars(select(OutboxMessage).where(OutboxMessage.topic == REFUND_TOPIC))
     assert queued.payload["key"].startswith(f"servekit:refund:{order.id}:")
