@@ -43,7 +43,7 @@ from servekit.store.checkout import confirm, create_quote
 from servekit.store.db import Store, make_engine, migrate
 from servekit.store.models import Entitlement, Order, OrderKind, Role, Workspace
 from servekit.store.providers import SandboxProvider
-from servekit.store.publishing import publish
+from servekit.store.publishing import MAX_USD, publish
 from servekit.store.results import Principal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,10 +86,10 @@ def setup(store: Store, root: Path, purchases: int) -> list[tuple[Principal, int
             priced_package(root / "pkg"),
             keys.private,
             kits_dir=store.kits_dir,
-            threshold_usd=1e9,
+            threshold_usd=float(MAX_USD),  # never reached: no licence needed
             session=s,
         )
-        uid = accounts.create_user("bench@example.com", "sturdy benchmark phrase", session=s)
+        uid = accounts.create_user("bench@example.com", "sturdy quiet lantern phrase", session=s)
     work = []
     with store.transaction() as s:
         for n in range(purchases):
