@@ -370,6 +370,18 @@ def test_a_head_on_a_download_answers_like_the_get_and_logs_nothing(
     assert head.headers["x-kit-sha256"] == get.headers["x-kit-sha256"]
     assert head.headers["content-length"] == str(len(get.content))
     assert shop.head(f"/w/{ws}/downloads/test-priced/9.9.9").status_code == 404  # same checks
+    store = shop.app.state.store  # type: ignore[attr-defined]
+    with store.transaction() as s:  # the API's download, served by the same app
+        owner = accounts.user_id_by_email(BUYER, session=s)
+        who = accounts.principal_for_user(owner, ws, session=s)
+        token = accounts.create_token(who, "head-check", session=s).token
+    api = f"/api/v1/workspaces/{ws}/downloads/test-priced/1.0.0"
+    bearer = {"Authorization": f"Bearer {token}"}
+    api_head = shop.head(api, headers=bearer)
+    assert api_head.status_code == 200 and api_head.content == b""
+    assert api_head.headers["x-kit-sha256"] == get.headers["x-kit-sha256"]
+    assert _downloads(shop) == before + 1
+    assert shop.get(api, headers=bearer).status_code == 200 and _downloads(shop) == before + 2
 
 
 def test_maintenance_is_offered_after_the_version_is_bought(shop: TestClient, ws: str) -> None:
