@@ -58,14 +58,19 @@ def _cache_key(scope: Scope) -> Hashable | None:
     unsure, and the router decides."""
     if scope["method"] != "GET" or scope.get("root_path"):
         return None
-    return _key_of(scope["path"], scope["query_string"])
+    path, query = scope["path"], scope["query_string"]
+    if len(path) + len(query) > MEMO_MAX:  # parsed each time: the memo stays small
+        return _parse_key(path, query)
+    return _key_of(path, query)
 
 
-@lru_cache(maxsize=4096)
-def _key_of(path: str, query_string: bytes) -> Hashable | None:
-    """:func:`_cache_key` of a path and query: a pure function of the two, kept for the
-    next request for them (parsing the query and validating it was a third of the time
-    the app spent on a cached page)."""
+MEMO_MAX = 512
+"""The longest path plus query (bytes) whose key is memoized: 4,096 of them hold about
+2 MiB, whatever a client sends."""
+
+
+def _parse_key(path: str, query_string: bytes) -> Hashable | None:
+    """:func:`_cache_key` of a path and query, a pure function of the two."""
     if path == "/":
         params = QueryParams(query_string)
         page = params.get("page", "1")
@@ -83,6 +88,12 @@ def _key_of(path: str, query_string: bytes) -> Hashable | None:
     if len(parts) == 4 and parts[1] == "packages" and parts[2] and parts[3]:
         return _package_key(parts[2], parts[3])
     return None
+
+
+_key_of = lru_cache(maxsize=4096)(_parse_key)
+""":func:`_parse_key`, kept for the next request for the same short path and query
+(parsing the query and validating it was a third of the time the app spent on a cached
+page)."""
 
 
 class CachedPages:
