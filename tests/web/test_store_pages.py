@@ -573,7 +573,7 @@ def test_the_commands_on_a_version_page_name_the_file_the_download_saves(
         assert f"servekit verify kit {name.group(1)} {expect}" in block
         assert f"servekit kit unpack {name.group(1)} kit/ {expect}" in block
         assert "KIT.tar.gz" not in block
-    assert "servekit verify kit KIT.tar.gz --trust trust.toml\n" in unescape(
+    assert "<code>servekit verify kit KIT.tar.gz --trust trust.toml</code>" in unescape(
         shop.get(f"/w/{ws}").text
     )
 
