@@ -619,6 +619,41 @@ def test_sk129_a_copy_of_a_real_run_with_noise_shift_or_scale(
     assert repeats_timings(_copied(ev, scale, shift, noise), ev) is not None
 
 
+def _stalled(ev: Evidence, concurrency: int, at: float, stall_s: float) -> Evidence:
+    """``ev`` as if its host had paused for ``stall_s`` at fraction ``at`` of the stretch
+    where its ``concurrency`` requests ran: tokens due in the pause go out when it ends."""
+    mine = [r for r in ev.requests if r.concurrency == concurrency and r.ok and not r.warmup]
+    start = min(r.t_send for r in mine)
+    pause = start + at * (max(r.t_content[-1] for r in mine) - start)
+    resume = pause + stall_s
+
+    def moved(r: RequestRecord) -> RequestRecord:
+        content = tuple(t if t < pause else max(t, resume + 1e-5 * i)
+                        for i, t in enumerate(r.t_content))  # fmt: skip
+        return r.model_copy(update={"t_content": content, "t_first_content": content[0]})
+
+    return ev.model_copy(
+        update={"requests": tuple(moved(r) if r in mine else r for r in ev.requests)}
+    )
+
+
+@pytest.mark.parametrize("stall_s", [0.1, 0.3])
+def test_sk129_replicates_that_met_one_host_stall_at_the_same_token_are_not_copies(
+    stall_s: float,
+) -> None:
+    """One pause shared by chance (or by a deterministic pause at the same point of the
+    same workload) made the whole-run U of two honest replicates 0.35 and 0.05; a copy
+    repeats the whole run, so U is read with each quarter of it left out."""
+    a = load_evidence(_ROOT / "tests/assets/replicates/sim-run-1.jsonl")
+    b = load_evidence(_ROOT / "tests/assets/replicates/sim-run-2.jsonl")
+    sa, sb = _stalled(a, 1, 0.5, stall_s), _stalled(b, 1, 0.5, stall_s)
+    assert repeats_timings(sa, sb) is None
+    u = copy_statistic(sa, sb)
+    assert u is not None and u > 2 * COPY_U
+    # the stall is kept: a copy of the stalled run is still a copy
+    assert repeats_timings(_copied(sa, 1.0, 0.0, 5e-5), sa) is not None
+
+
 # --- prompt lengths recomputed from the seed ------------------------------------------------
 
 
