@@ -1,4 +1,13 @@
 """Fixtures shared across test directories, registered once so that a session fixture runs
-once per session (a fixture imported into several modules would run once per module)."""
+once per session (a fixture imported into several modules would run once per module).
+
+Every account the suite creates is hashed at argon2's cheapest parameters (docs/settings.md,
+``SERVEKIT_PASSWORD_HASHING``), in this process and in every server and CLI it starts: at
+the production cost they took about half of the store tests' time. The tests of the
+production cost itself set it back (tests/store/test_accounts.py)."""
+
+import os
+
+os.environ.setdefault("SERVEKIT_PASSWORD_HASHING", "cheapest-for-tests")
 
 pytest_plugins = ["tests.replay.fixtures"]

@@ -27,6 +27,16 @@ class ProviderName(StrEnum):
     STRIPE = "stripe"
 
 
+class PasswordHashing(StrEnum):
+    """How the store hashes passwords, by the value ``SERVEKIT_PASSWORD_HASHING`` takes:
+    argon2id at RFC 9106's low-memory cost (3 passes over 64 MiB, 4 lanes; argon2-cffi's
+    default), or its cheapest parameters, for test suites only (a hash in microseconds,
+    which an attacker with the database would enjoy as much)."""
+
+    RFC9106_LOW_MEMORY = "rfc9106-low-memory"
+    CHEAPEST_FOR_TESTS = "cheapest-for-tests"
+
+
 class Settings(BaseModel):
     """Every setting servekit reads, with its default.
 
@@ -66,6 +76,12 @@ class Settings(BaseModel):
     payment_provider: ProviderName = Field(
         default=ProviderName.SANDBOX,
         description="Payment provider of the store: 'sandbox' (no money moves) or 'stripe'.",
+    )
+    password_hashing: PasswordHashing = Field(
+        default=PasswordHashing.RFC9106_LOW_MEMORY,
+        description="argon2id parameters of new password hashes: 'rfc9106-low-memory' or, "
+        "for test suites only, 'cheapest-for-tests'. A hash made at other parameters is "
+        "rehashed at these when its user next signs in.",
     )
     stripe_api_key: str | None = Field(default=None, description="Stripe secret API key.")
     stripe_webhook_secret: str | None = Field(

@@ -185,6 +185,49 @@ def test_failures_across_many_accounts_close_the_address(db: Session) -> None:
     accounts.begin_sign_in("next@acme.test", "198.51.100.8", session=db)  # not another address
 
 
+@pytest.fixture
+def production_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2 at the cost a store runs at (the suite runs at the cheapest: tests/conftest.py)."""
+    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "rfc9106-low-memory")
+
+
+def _parameters(db: Session, email: str) -> str:
+    """The argon2 parameters of ``email``'s stored hash (``m=...,t=...,p=...``)."""
+    from sqlalchemy import select
+
+    from servekit.store.models import User
+
+    stored = db.scalar(select(User.password_hash).where(User.email == email))
+    assert stored is not None
+    return stored.split("$")[3]
+
+
+def test_the_production_cost_is_the_default_and_rfc_9106s(
+    db: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SERVEKIT_PASSWORD_HASHING")
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+    assert _parameters(db, "ada@acme.test") == "m=65536,t=3,p=4"
+
+
+def test_a_hash_made_at_other_parameters_is_rehashed_at_sign_in(
+    db: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+    cheap = _parameters(db, "ada@acme.test")
+    assert cheap != "m=65536,t=3,p=4"
+    with pytest.raises(AuthenticationError):  # a wrong password changes nothing
+        accounts.sign_in("ada@acme.test", "wrong guess", session=db)
+    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "rfc9106-low-memory")
+    with pytest.raises(AuthenticationError):
+        accounts.sign_in("ada@acme.test", "wrong guess", session=db)
+    assert _parameters(db, "ada@acme.test") == cheap
+    accounts.sign_in("ada@acme.test", "long enough", session=db)
+    assert _parameters(db, "ada@acme.test") == "m=65536,t=3,p=4"
+    accounts.sign_in("ada@acme.test", "long enough", session=db)  # the new hash checks
+
+
+@pytest.mark.usefixtures("production_cost")
 def test_an_unknown_email_costs_the_same_argon2_check(db: Session) -> None:
     accounts.create_user("ada@acme.test", "long enough", session=db)
 

@@ -12,6 +12,7 @@ from servekit.cli.output import plain, stderr, stdout
 from servekit.errors import ServeError
 
 if TYPE_CHECKING:  # the web app loads when it is served, not for --help
+    from servekit.config import Settings
     from servekit.web.home import Home
 
 
@@ -28,7 +29,15 @@ def _check_address(host: str, port: int) -> None:
             ) from exc
 
 
-def _announce(home: Home, url: str) -> None:
+def _announce(home: Home, url: str, settings: Settings) -> None:
+    from servekit.config import PasswordHashing
+
+    if settings.password_hashing is PasswordHashing.CHEAPEST_FOR_TESTS:
+        stderr.print(
+            "[bold red]WARNING:[/] SERVEKIT_PASSWORD_HASHING=cheapest-for-tests: passwords "
+            "are hashed at argon2's cheapest cost, for test suites only. Unset it before "
+            "anyone creates a real account."
+        )
     if home.key_created:
         stderr.print(
             f"[bold red]WARNING:[/] created a DEVELOPMENT publisher key in "
@@ -67,7 +76,7 @@ def serve(
     settings = load_settings()
     _check_address(host, port)
     home = prepare_home(settings, packages or settings.examples_dir)
-    _announce(home, f"http://{host}:{port}/")
+    _announce(home, f"http://{host}:{port}/", settings)
     import uvicorn  # here, not at the top: every other command starts without it
 
     uvicorn.run(

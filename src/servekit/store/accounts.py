@@ -36,11 +36,12 @@ import re
 import secrets
 from functools import cache
 
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from servekit.config import PasswordHashing, load_settings
 from servekit.errors import (
     AuthenticationError,
     PermissionDeniedError,
@@ -76,7 +77,21 @@ BACKOFF_MAX = dt.timedelta(hours=1)
 ADDRESS_ACCOUNTS = 10  # other emails failing from one address in the window: spraying
 ADDRESS_WINDOW = dt.timedelta(minutes=15)
 
-_hasher = PasswordHasher()
+_PROFILES = {
+    PasswordHashing.RFC9106_LOW_MEMORY: profiles.RFC_9106_LOW_MEMORY,
+    PasswordHashing.CHEAPEST_FOR_TESTS: profiles.CHEAPEST,
+}
+
+
+def _hasher() -> PasswordHasher:
+    """The hasher of ``SERVEKIT_PASSWORD_HASHING``, read on each use (never at import), so a
+    test suite's setting reaches every process it starts."""
+    return _hasher_of(load_settings().password_hashing)
+
+
+@cache
+def _hasher_of(hashing: PasswordHashing) -> PasswordHasher:
+    return PasswordHasher.from_parameters(_PROFILES[hashing])
 
 
 def _sha(token: str) -> str:
@@ -84,9 +99,9 @@ def _sha(token: str) -> str:
 
 
 @cache
-def _dummy_hash() -> str:
+def _dummy_hash(hasher: PasswordHasher) -> str:
     """What an email with no account is checked against: the same argon2 work."""
-    return _hasher.hash(secrets.token_urlsafe(16))
+    return hasher.hash(secrets.token_urlsafe(16))
 
 
 def bounded(value: str, what: str, limit: int = NAME_MAX) -> str:
@@ -116,7 +131,7 @@ def create_user(email: str, password: str, *, session: Session) -> int:
     check_password(password, email=email)
     if session.scalar(select(User.id).where(User.email == email)) is not None:
         raise StoreConflictError(f"a user with email {email} exists", hint="sign in instead")
-    user = User(email=email, password_hash=_hasher.hash(password))
+    user = User(email=email, password_hash=_hasher().hash(password))
     session.add(user)
     session.flush()
     return user.id
@@ -221,12 +236,15 @@ def sign_in(email: str, password: str, *, session: Session) -> str:
     """
     email = email.strip().lower()
     user = session.scalar(select(User).where(User.email == email))
+    hasher = _hasher()
     try:  # argon2 raises on a mismatch; the dummy hash's password is random and unkept
-        _hasher.verify(user.password_hash if user else _dummy_hash(), password)
+        hasher.verify(user.password_hash if user else _dummy_hash(hasher), password)
     except (VerificationError, InvalidHashError):
         user = None
     if user is None:
         raise AuthenticationError("wrong email or password")
+    if hasher.check_needs_rehash(user.password_hash):  # made at other parameters
+        user.password_hash = hasher.hash(password)
     session.execute(delete(SignInFailure).where(SignInFailure.email == email))
     token = secrets.token_urlsafe(32)
     expires = utcnow() + dt.timedelta(days=SESSION_DAYS)
@@ -305,7 +323,7 @@ def sign_up(email: str, password: str, workspace: str, *, session: Session) -> N
     email = _valid_email(email)
     check_password(password, email=email)
     wid = _new_workspace(workspace, workspace, session)
-    password_hash = _hasher.hash(password)
+    password_hash = _hasher().hash(password)
     user_id = session.scalar(select(User.id).where(User.email == email))
     if user_id is None:
         user = User(email=email, password_hash=password_hash)
