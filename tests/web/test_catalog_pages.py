@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -384,3 +387,55 @@ def test_package_page_commands_use_the_downloaded_file_name(
         f"servekit verify weights /path/to/weights --kit {name.group(1)} --trust trust.toml",
     ]
     assert "tar -x" not in page
+
+
+def test_the_front_answers_a_cookieless_get_and_passes_on_everything_else(
+    examples_home: Path,
+) -> None:
+    """The copy of the page cache in front of the whole stack (``SecuredApp.front``)
+    answers a kept page to a GET without a cookie, and hands the stack a request with a
+    cookie, a HEAD, a page not kept yet and one whose look-up fails."""
+    from fastapi.testclient import TestClient
+
+    from servekit.web.app import create_app
+    from servekit.web.routes.catalog import CachedPages
+    from servekit.web.storecatalog import StoreCatalog
+
+    app = create_app(Settings(home=examples_home))
+    with TestClient(app, base_url="https://store.test") as client:
+        client.get("/")  # kept now
+
+    passed: list[str] = []
+
+    async def stack(scope: Any, receive: Any, send: Any) -> None:
+        passed.append(scope["method"])
+        await send({"type": "http.response.start", "status": 418, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    def status(method: str, path: str = "/", cookie: bool = False, state: Any = None) -> int:
+        front = CachedPages(stack, state or app.state, anonymous=True)
+        headers = [(b"host", b"store.test")] + ([(b"cookie", b"session=x")] if cookie else [])
+        scope = {"type": "http", "method": method, "path": path, "query_string": b"",
+                 "headers": headers, "root_path": ""}  # fmt: skip
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        async def receive() -> Any:
+            return {"type": "http.request", "body": b""}
+
+        asyncio.run(front(scope, receive, send))
+        return int(sent[0]["status"])
+
+    class Broken(StoreCatalog):
+        def unchanged(self) -> None:
+            raise OSError("the generation file went away")
+
+    failing = SimpleNamespace(catalog=Broken(app.state.catalog.store), pages=app.state.pages)
+    assert status("GET") == 200 and passed == []
+    assert status("GET", cookie=True) == 418
+    assert status("HEAD") == 418
+    assert status("GET", "/packages/tiny-sim/0.1.0") == 418  # not kept yet
+    assert status("GET", state=failing) == 418
+    assert passed == ["GET", "HEAD", "GET", "GET"]

@@ -16,6 +16,7 @@ import datetime as dt
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from urllib.parse import quote
 
 import anyio
@@ -209,4 +210,5 @@ def create_app(settings: Settings | None = None, source: CatalogSource | None = 
         https_only=True,
     )
     app.add_middleware(HeadAsGet)
+    app.front = partial(catalog.CachedPages, state=app.state, anonymous=True)
     return app

@@ -11,6 +11,7 @@ to a body over the limit before it is read whole.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
@@ -128,7 +129,11 @@ class SecuredApp(FastAPI):
     """A FastAPI app whose outermost layers are :class:`SecureHeaders` and
     :class:`BodyLimit`: outside Starlette's own error handler, so every response carries
     the headers (a 500 included) and no route, middleware or handler sees a body over
-    the limit."""
+    the limit. ``front`` (set before the first request) wraps the rest of the stack just
+    inside them: a layer that answers some requests without the others."""
+
+    front: Callable[[ASGIApp], ASGIApp] | None = None
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecureHeaders(BodyLimit(super().build_middleware_stack()))
+        stack = super().build_middleware_stack()
+        return SecureHeaders(BodyLimit(self.front(stack) if self.front else stack))

@@ -98,27 +98,48 @@ page)."""
 
 class CachedPages:
     """Answers a catalog or package page from the page cache, before the router, when
-    the store says nothing changed; anything else goes on to ``app``."""
+    the store says nothing changed; anything else goes on to ``app``.
 
-    def __init__(self, app: ASGIApp, state: Any) -> None:
+    ``anonymous=True`` is the copy in front of the whole stack (``SecuredApp.front``,
+    inside the secure headers and the body limit only): it answers only a GET without a
+    cookie, for which the layers it skips (HEAD as GET, the session cookie, the CSRF
+    check, Starlette's error handler, the router) would change nothing, and passes on
+    everything else, a failing look-up included, so the stack answers it as ever."""
+
+    def __init__(self, app: ASGIApp, state: Any, *, anonymous: bool = False) -> None:
         self.app = app
         self.state = state  # the app's state: its catalog source and page cache
+        self.anonymous = anonymous
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        key = _cache_key(scope) if scope["type"] == "http" else None
-        source = self.state.catalog
-        if key is not None and isinstance(source, StoreCatalog):
-            catalog = source.unchanged()
-            page = None if catalog is None else self.state.pages.get(catalog, key)
-            if page is not None:
-                headers = [
-                    (b"content-length", str(len(page)).encode()),
-                    (b"content-type", b"text/html; charset=utf-8"),
-                ]
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
-                await send({"type": "http.response.body", "body": page})
-                return
+        page = self._kept(scope) if scope["type"] == "http" else None
+        if page is not None:
+            headers = [
+                (b"content-length", str(len(page)).encode()),
+                (b"content-type", b"text/html; charset=utf-8"),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": page})
+            return
         await self.app(scope, receive, send)
+
+    def _kept(self, scope: Scope) -> bytes | None:
+        key = _cache_key(scope)
+        source = self.state.catalog
+        if key is None or not isinstance(source, StoreCatalog):
+            return None
+        if self.anonymous:
+            if any(name == b"cookie" for name, _ in scope["headers"]):
+                return None
+            try:
+                return self._lookup(source, key)
+            except Exception:  # the stack behind answers it, with its error page
+                return None
+        return self._lookup(source, key)
+
+    def _lookup(self, source: StoreCatalog, key: Hashable) -> bytes | None:
+        catalog = source.unchanged()
+        return None if catalog is None else self.state.pages.get(catalog, key)
 
 
 def _catalog(source: CatalogSource) -> Catalog:
