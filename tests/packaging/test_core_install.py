@@ -1,8 +1,8 @@
 """`pip install servekit` alone gives the buyer's tools; a command of an extra says what to install.
 
-The core is installed into a fresh virtual environment from a copy of the source (no
-extras, no editable install, nothing from the development venv); pip reads this
-machine's package index and cache as for any install.
+The core is installed into a fresh virtual environment from a wheel built from a copy of
+the source (no extras, no editable install, nothing else from the development venv); pip
+reads this machine's package index and cache for the dependencies, as for any install.
 """
 
 from __future__ import annotations
@@ -40,15 +40,21 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     shutil.copy(ROOT / "pyproject.toml", source)
     shutil.copy(ROOT / "README.md", source)
     shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
-    }
+    # bytecode written on first import, as after any install (the CI image turns it off)
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env["SERVEKIT_PROGRESS"] = "0"
     venv = work / "venv"
     done = _run([sys.executable, "-m", "venv", venv], env, work)
     assert done.returncode == 0, done.stderr
+    # the wheel built once with this venv's setuptools, as PyPI would serve it (pip's
+    # isolated build of the source would first install setuptools into a venv of its own)
+    done = _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                 "--no-build-isolation", "-w", work / "dist", source], env, work)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [wheel] = (work / "dist").glob("servekit-*.whl")
     done = _run(
-        [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-compile", source],
+        [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-compile", wheel],
         env,
         work,
     )
