@@ -42,7 +42,11 @@ BRANCH_FLOOR ?= 91
 # Python subprocess, measured and combined like the CLI's (docs/testing.md).
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= auto
+# The CLI, simulator and server subprocesses import src/ afresh: its bytecode is written
+# first (compileall writes it even where PYTHONDONTWRITEBYTECODE is set, as on the CI
+# image, which would otherwise have each of them compile every module it imports).
 pytest: $(STAMP)
+	$(BIN)/python -m compileall -q src
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 	$(BIN)/coverage combine -q
