@@ -80,8 +80,8 @@ class Settings(BaseModel):
     password_hashing: PasswordHashing = Field(
         default=PasswordHashing.RFC9106_LOW_MEMORY,
         description="argon2id parameters of new password hashes: 'rfc9106-low-memory' or, "
-        "for test suites only, 'cheapest-for-tests'. A hash made at other parameters is "
-        "rehashed at these when its user next signs in.",
+        "for test suites only, 'cheapest-for-tests'. With the default, a hash made at other "
+        "parameters is rehashed at it when its user next signs in.",
     )
     stripe_api_key: str | None = Field(default=None, description="Stripe secret API key.")
     stripe_webhook_secret: str | None = Field(

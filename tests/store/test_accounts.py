@@ -227,6 +227,16 @@ def test_a_hash_made_at_other_parameters_is_rehashed_at_sign_in(
     accounts.sign_in("ada@acme.test", "long enough", session=db)  # the new hash checks
 
 
+def test_the_test_suites_cost_never_rehashes_a_real_hash_down(
+    db: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "rfc9106-low-memory")
+    accounts.create_user("ada@acme.test", "long enough", session=db)
+    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "cheapest-for-tests")
+    accounts.sign_in("ada@acme.test", "long enough", session=db)
+    assert _parameters(db, "ada@acme.test") == "m=65536,t=3,p=4"
+
+
 @pytest.mark.usefixtures("production_cost")
 def test_an_unknown_email_costs_the_same_argon2_check(db: Session) -> None:
     accounts.create_user("ada@acme.test", "long enough", session=db)

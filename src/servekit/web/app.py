@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import partial
@@ -31,7 +32,7 @@ from servekit import __version__
 from servekit.catalog.publish import CatalogSource
 from servekit.catalog.site import stylesheet
 from servekit.catalog.text import inert
-from servekit.config import Settings, load_settings
+from servekit.config import PasswordHashing, Settings, load_settings
 from servekit.errors import AuthenticationError, Error
 from servekit.web.api.app import context_from_settings
 from servekit.web.api.problems import (
@@ -150,6 +151,11 @@ async def _settle(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None, source: CatalogSource | None = None) -> FastAPI:
     """A new app serving ``source`` (default: what the settings' store has published)."""
     settings = settings or load_settings()
+    if load_settings().password_hashing is PasswordHashing.CHEAPEST_FOR_TESTS:
+        logging.getLogger("servekit.web").warning(
+            "SERVEKIT_PASSWORD_HASHING=cheapest-for-tests: passwords are hashed at argon2's "
+            "cheapest cost, for test suites only; unset it before anyone creates a real account"
+        )
     app = SecuredApp(
         title="servekit store API",
         version=__version__,
