@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from servekit.errors import (
@@ -19,7 +20,7 @@ from servekit.errors import (
 )
 from servekit.store import accounts
 from servekit.store.db import Store
-from servekit.store.models import Role
+from servekit.store.models import Role, User
 from servekit.store.results import Principal
 
 
@@ -185,18 +186,8 @@ def test_failures_across_many_accounts_close_the_address(db: Session) -> None:
     accounts.begin_sign_in("next@acme.test", "198.51.100.8", session=db)  # not another address
 
 
-@pytest.fixture
-def production_cost(monkeypatch: pytest.MonkeyPatch) -> None:
-    """argon2 at the cost a store runs at (the suite runs at the cheapest: tests/conftest.py)."""
-    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "rfc9106-low-memory")
-
-
 def _parameters(db: Session, email: str) -> str:
     """The argon2 parameters of ``email``'s stored hash (``m=...,t=...,p=...``)."""
-    from sqlalchemy import select
-
-    from servekit.store.models import User
-
     stored = db.scalar(select(User.password_hash).where(User.email == email))
     assert stored is not None
     return stored.split("$")[3]
@@ -228,9 +219,8 @@ def test_a_hash_made_at_other_parameters_is_rehashed_at_sign_in(
 
 
 def test_the_test_suites_cost_never_rehashes_a_real_hash_down(
-    db: Session, monkeypatch: pytest.MonkeyPatch
+    db: Session, monkeypatch: pytest.MonkeyPatch, production_cost: None
 ) -> None:
-    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "rfc9106-low-memory")
     accounts.create_user("ada@acme.test", "long enough", session=db)
     monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "cheapest-for-tests")
     accounts.sign_in("ada@acme.test", "long enough", session=db)

@@ -29,10 +29,8 @@ def _sign_up(client: TestClient, email: str, workspace: str) -> tuple[float, obj
     return time.perf_counter() - start, answer
 
 
-def test_sign_up_cannot_tell_whether_an_email_has_an_account(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SERVEKIT_PASSWORD_HASHING", "rfc9106-low-memory")  # the store's cost
+@pytest.mark.usefixtures("production_cost")
+def test_sign_up_cannot_tell_whether_an_email_has_an_account(tmp_path: Path) -> None:
     app = create_app(Settings(home=tmp_path / "home"))
     with app.state.store.transaction() as s:
         accounts.create_user("ada@acme.test", "ada's own phrase", session=s)
