@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import signal
+import threading
 from collections.abc import Callable, Coroutine
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -48,7 +50,58 @@ def _factory(kind: LoopKind) -> Callable[[], asyncio.AbstractEventLoop]:
     return asyncio.new_event_loop
 
 
+# How long an interrupted coroutine has to end before it is cancelled again: a cancellation
+# some awaited library swallows (Python 3.11's ``asyncio.wait_for`` does when its inner
+# future completes in the same loop turn) must not leave Ctrl-C without effect.
+RECANCEL_S = 0.5
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def run(main: Coroutine[Any, Any, T], kind: LoopKind = LoopKind.AUTO) -> T:
     """Run ``main`` to completion on a fresh loop of ``kind``."""
     with asyncio.Runner(loop_factory=_factory(kind)) as runner:
         return runner.run(main)
+
+
+def run_interruptible(main: Coroutine[Any, Any, T], kind: LoopKind = LoopKind.AUTO) -> T:
+    """Run ``main`` as :func:`run` does; Ctrl-C or SIGTERM cancels it and raises
+    KeyboardInterrupt once it has ended.
+
+    The cancellation reaches ``main`` as ``asyncio.CancelledError`` wherever it waits, so its
+    cleanup (``except``/``finally``) runs in every case; it is repeated every
+    :data:`RECANCEL_S` until ``main`` ends, so a cancellation swallowed below cannot keep
+    the run going. Off the main thread (no signal can be handled there) this is :func:`run`.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return run(main, kind)
+    received: list[int] = []
+    try:
+        return run(_stopped_by_signals(main, received), kind)
+    except asyncio.CancelledError:
+        if received:
+            raise KeyboardInterrupt from None
+        raise
+
+
+async def _stopped_by_signals(main: Coroutine[Any, Any, T], received: list[int]) -> T:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+
+    def cancel_until_done() -> None:
+        if not task.done():
+            task.cancel()
+            loop.call_later(RECANCEL_S, cancel_until_done)
+
+    def stop(signum: int) -> None:
+        if not received:
+            cancel_until_done()
+        received.append(signum)
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await main
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)

@@ -17,16 +17,13 @@ Steps of one invocation:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import gc
 import random
-import signal
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -47,7 +44,7 @@ from servekit.bench.journal import (
     measured_count,
     usage_source,
 )
-from servekit.bench.loop import LoopKind, resolve, run
+from servekit.bench.loop import LoopKind, resolve, run_interruptible
 from servekit.bench.manifest import RunManifest, Status, file_entry, read_manifest, write_manifest
 from servekit.bench.probe import EndpointInfo, probe_endpoint
 from servekit.bench.prompts import PromptFactory, count_completion
@@ -153,18 +150,17 @@ def run_benchmark(
     config.out.mkdir(parents=True, exist_ok=True)  # the CLI refused a missing parent of --out
     factory = PromptFactory(config.seed, config.tokenizer)
     state = _Invocation(config, notify or (lambda message: None))
-    with _sigterm_interrupts():
-        try:
-            run(_all_runs(config, factory, tracker, state), config.loop)
-        except KeyboardInterrupt as exc:
-            if state.saved:
-                state.save("partial")
-            kept = ", ".join(str(p) for p in state.written) or "no file (no request had completed)"
-            raise RunInterruptedError(
-                f"interrupted; kept {kept}",
-                hint="the interrupted run's header says PARTIAL; run the same command with "
-                "--resume to keep the whole runs and measure the rest",
-            ) from exc
+    try:
+        run_interruptible(_all_runs(config, factory, tracker, state), config.loop)
+    except KeyboardInterrupt as exc:
+        if state.saved:
+            state.save("partial")
+        kept = ", ".join(str(p) for p in state.written) or "no file (no request had completed)"
+        raise RunInterruptedError(
+            f"interrupted; kept {kept}",
+            hint="the interrupted run's header says PARTIAL; run the same command with "
+            "--resume to keep the whole runs and measure the rest",
+        ) from exc
     state.save("complete")
     return state.written
 
@@ -254,23 +250,6 @@ def _free_name(run_file: Path) -> Path:
         if not candidate.exists():
             return candidate
     raise BenchError(f"{run_file.parent}: too many interrupted copies of {run_file.name}")
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM ends a run as Ctrl-C does (what was measured is kept), on the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _complete(path: Path) -> bool:

@@ -438,15 +438,15 @@ class StreamPool:
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         self.opened += 1
-        _, protocol = await asyncio.wait_for(
-            loop.create_connection(
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation (Ctrl-C)
+        # that arrives in the loop turn the connection completes in.
+        async with asyncio.timeout(self.connect_timeout_s):
+            _, protocol = await loop.create_connection(
                 lambda: _Connection(self.timeout_s, self.limits),
                 self.origin.host,
                 self.origin.port,
                 ssl=self.ssl,
-            ),
-            self.connect_timeout_s,
-        )
+            )
         return protocol
 
     async def aclose(self) -> None:
