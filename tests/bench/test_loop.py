@@ -74,6 +74,22 @@ def test_a_run_that_ends_on_its_own_returns_its_value() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_the_callers_own_handlers_are_back_after_the_run() -> None:
+    def own(signum: int, frame: object) -> None:
+        raise AssertionError("not called")
+
+    before = signal.signal(signal.SIGTERM, own)
+    try:
+
+        async def main() -> None:
+            await asyncio.sleep(0)
+
+        run_interruptible(main(), LoopKind.ASYNCIO)
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_an_error_of_the_run_is_not_taken_for_an_interrupt() -> None:
     async def main() -> None:
         raise asyncio.CancelledError

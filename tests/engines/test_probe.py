@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import httpx
 import pytest
 
 from servekit.engines import sglang, vllm
@@ -48,7 +49,8 @@ def test_sglang_is_identified_by_its_server_info_and_model_info(engine: str) -> 
         "/models/m",
     )
     assert found.served_models == ("/models/m",)
-    assert healthy(engine, sglang.SPEC)
+    with httpx.Client(base_url=engine) as http:
+        assert healthy(http, sglang.SPEC)
 
 
 def test_a_newer_sglang_answers_version_first(engine: str) -> None:
@@ -65,10 +67,12 @@ def test_vllm_reads_only_its_own_paths(engine: str) -> None:
     found = identify(engine, vllm.SPEC)
     assert found.version is None and found.model_path is None
     assert (found.served_models, found.owned_by) == (("m",), "vllm")
-    assert not healthy(engine, vllm.SPEC)  # /health answers 404
+    with httpx.Client(base_url=engine) as http:
+        assert not healthy(http, vllm.SPEC)  # /health answers 404
 
 
 def test_an_engine_that_is_not_there_states_nothing() -> None:
     found = identify("http://127.0.0.1:9", vllm.SPEC, timeout_s=0.5)
     assert found.version is None and found.served_models is None
-    assert not healthy("http://127.0.0.1:9", vllm.SPEC, timeout_s=0.5)
+    with httpx.Client(base_url="http://127.0.0.1:9", timeout=0.5) as http:
+        assert not healthy(http, vllm.SPEC)

@@ -98,10 +98,12 @@ async def _stopped_by_signals(main: Coroutine[Any, Any, T], received: list[int])
             cancel_until_done()
         received.append(signum)
 
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop, signum)
     try:
         return await main
     finally:
-        for signum in STOP_SIGNALS:
+        for signum, handler in previous.items():  # a caller's own (servekit tune's SIGTERM)
             loop.remove_signal_handler(signum)
+            signal.signal(signum, handler)

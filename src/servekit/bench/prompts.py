@@ -18,6 +18,7 @@ slice of one seeded word pool at a request-specific offset.
 from __future__ import annotations
 
 import importlib
+import itertools
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,9 +249,8 @@ class PromptFactory:
     def _unit_starts(self) -> list[int]:
         if self.tokenizer is not None:
             return [start for start, _ in self.tokenizer.offsets(self.text)]
-        starts = [0]
-        starts.extend(i + 1 for i, ch in enumerate(self.text) if ch == " ")
-        return starts
+        words = self.text.split(" ")  # each word starts one past the end of the one before
+        return list(itertools.accumulate((len(w) + 1 for w in words[:-1]), initial=0))
 
     @property
     def max_units(self) -> int:

@@ -69,10 +69,11 @@ def identify(base_url: str, spec: EngineSpec, *, timeout_s: float = 5.0) -> Iden
         return Identity(_version(http, spec), models, owner, _model_path(http, spec))
 
 
-def healthy(base_url: str, spec: EngineSpec, *, timeout_s: float = 2.0) -> bool:
-    """Whether the engine's readiness path answers 200 now."""
+def healthy(http: httpx.Client, spec: EngineSpec) -> bool:
+    """Whether the engine's readiness path answers 200 now, asked through ``http`` (one client
+    for all the polls of a start: a new one builds a TLS context, tens of milliseconds of
+    CPU that the starting engine would lose every poll)."""
     try:
-        with httpx.Client(base_url=base_url, timeout=timeout_s) as http:
-            return http.get(spec.probe.health).status_code == 200
+        return http.get(spec.probe.health).status_code == 200
     except httpx.HTTPError:
         return False

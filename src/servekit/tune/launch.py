@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import httpx
+
 from servekit.engines import EngineSpec
 from servekit.engines.probe import healthy
 
@@ -60,15 +62,16 @@ def _wait_ready(
     proc: subprocess.Popen[bytes], url: str, spec: EngineSpec, timeout_s: float, log: Path
 ) -> None:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        code = proc.poll()
-        if code is not None:
-            raise StartFailedError(
-                f"the engine exited with code {code} while starting: {_tail(log)}"
-            )
-        if healthy(url, spec, timeout_s=1.0):
-            return
-        time.sleep(_POLL_S)
+    with httpx.Client(base_url=url, timeout=1.0) as http:
+        while time.monotonic() < deadline:
+            code = proc.poll()
+            if code is not None:
+                raise StartFailedError(
+                    f"the engine exited with code {code} while starting: {_tail(log)}"
+                )
+            if healthy(http, spec):
+                return
+            time.sleep(_POLL_S)
     raise StartFailedError(f"the engine was not ready ({spec.probe.health}) within {timeout_s:g} s")
 
 
