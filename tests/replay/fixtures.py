@@ -23,8 +23,9 @@ from servekit.kit.build import build_kit, write_kit
 from servekit.package.evidence import load_evidence
 from servekit.package.models import Source
 from tests.assets.make_kit_fixtures import private_key
-from tests.functional.helpers import EXAMPLES, ROOT, SERVEKIT, servekit
+from tests.functional.helpers import EXAMPLES, ROOT, SERVEKIT
 from tests.kit.helpers import package_copy
+from tests.once import built_once
 
 PROFILES = {"same": ("120", "15"), "slower": ("144", "18")}
 # Passed to compare (the package keeps its own 2 %): above a loaded 2-core machine's noise,
@@ -91,14 +92,22 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
 
 @pytest.fixture(scope="session")
 def package_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return package_copy(tmp_path_factory.mktemp("package"), _edit, EXAMPLES / "tiny-sim")
+    built = built_once(tmp_path_factory, "replay-package", lambda d: _copy_package(d))
+    return built / "pkg"
+
+
+def _copy_package(directory: Path) -> None:
+    package_copy(directory, _edit, EXAMPLES / "tiny-sim")
 
 
 @pytest.fixture(scope="session")
 def kit(package_dir: Path, keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("kit") / "tiny-sim.tar.gz"
-    write_kit(build_kit(package_dir, keys.publisher), out)
-    return out
+    """One kit for the run: every worker's replays and comparisons are of the same bytes."""
+
+    def build(directory: Path) -> None:
+        write_kit(build_kit(package_dir, keys.publisher), directory / "tiny-sim.tar.gz")
+
+    return built_once(tmp_path_factory, "replay-kit", build) / "tiny-sim.tar.gz"
 
 
 def recorded_model() -> str:
@@ -118,25 +127,36 @@ def start_simulator(ttft_ms: str, itl_ms: str) -> tuple[subprocess.Popen[str], s
 
 
 @pytest.fixture(scope="session")
-def replays(
-    kit: Path, keys: Keys, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Path]]:
-    """``{"same": DIR, "slower": DIR}``: `servekit bench replay` of sim-short on each profile."""
-    base = tmp_path_factory.mktemp("replays")
-    out = {}
-    for name, (ttft, itl) in PROFILES.items():
-        proc, url = start_simulator(ttft, itl)
-        try:
-            done = servekit(
-                "bench", "replay", str(kit), "--trust", str(keys.publisher_pub),
-                "--endpoint", url, "--workload", "sim-short", "--out", str(base / name),
-            )  # fmt: skip
-        finally:
+def replays(kit: Path, keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``{"same": DIR, "slower": DIR}``: `servekit bench replay` of sim-short on each profile,
+    once for the whole run (tests read them; :func:`replay_copy` gives one to edit)."""
+    base = built_once(tmp_path_factory, "replays", lambda d: _replay_profiles(kit, keys, d))
+    return {name: base / name for name in PROFILES}
+
+
+def _replay_profiles(kit: Path, keys: Keys, base: Path) -> None:
+    """Both profiles at once, each replay against its own simulator process: the replays
+    mostly wait on the simulators' clocks, so running them together halves the wait."""
+    simulators = {name: start_simulator(*profile) for name, profile in PROFILES.items()}
+    try:
+        replaying = {
+            name: _replay(kit, keys, url, base / name) for name, (_, url) in simulators.items()
+        }
+        errors = {name: proc.communicate(timeout=120)[1] for name, proc in replaying.items()}
+    finally:
+        for proc, _ in simulators.values():
             proc.terminate()
             proc.wait(10)
-        assert done.returncode == 0, done.stderr
-        out[name] = base / name
-    yield out
+    for name, proc in replaying.items():
+        assert proc.returncode == 0, errors[name]
+
+
+def _replay(kit: Path, keys: Keys, url: str, out: Path) -> subprocess.Popen[str]:
+    args = ["bench", "replay", str(kit), "--trust", str(keys.publisher_pub), "--endpoint", url,
+            "--workload", "sim-short", "--out", str(out)]  # fmt: skip
+    return subprocess.Popen(
+        [*SERVEKIT, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 @pytest.fixture
