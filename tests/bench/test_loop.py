@@ -7,12 +7,24 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from servekit.bench.loop import RECANCEL_S, LoopKind, run_interruptible
 
 LOOPS = [LoopKind.ASYNCIO, LoopKind.AUTO]  # AUTO is uvloop where it is installed
+
+
+@pytest.fixture(autouse=True)
+def _default_handlers() -> Iterator[None]:
+    """Each test starts from Python's own handlers, whatever the worker inherited."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
 
 
 def _signal_self(signum: int) -> None:
@@ -88,6 +100,19 @@ def test_the_callers_own_handlers_are_back_after_the_run() -> None:
         assert signal.getsignal(signal.SIGTERM) is own
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """`servekit bench run ... &` from a script: the shell started it with SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    async def main() -> str:
+        _signal_self(signal.SIGINT)
+        await asyncio.sleep(0.3)  # time for a handler, had one been installed, to cancel
+        return "ran to its end"
+
+    assert run_interruptible(main(), LoopKind.ASYNCIO) == "ran to its end"
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def test_an_error_of_the_run_is_not_taken_for_an_interrupt() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "packages"
 SERVEKIT = (sys.executable, "-m", "servekit.cli.main")
+
+
+def ctrl_c_reaches() -> None:
+    """``preexec_fn`` for a process a test stops with SIGINT: a suite started in the background
+    (``make test &``) runs with SIGINT ignored, which every child inherits and Python then
+    leaves ignored; the child gets the default back, as a process started from a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def servekit(

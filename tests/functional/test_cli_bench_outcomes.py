@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.helpers import ROOT, SERVEKIT
+from tests.functional.helpers import ROOT, SERVEKIT, ctrl_c_reaches
 from tests.replay.fixtures import recorded_model, start_simulator
 
 
@@ -24,7 +24,7 @@ def test_an_interrupted_run_keeps_its_completed_requests(tmp_path: Path, signum:
                 "--concurrency", "2", "--out", str(out)]  # fmt: skip
         bench = subprocess.Popen(
             [*SERVEKIT, "-q", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True,
+            text=True, preexec_fn=ctrl_c_reaches,
         )  # fmt: skip
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not out.exists():

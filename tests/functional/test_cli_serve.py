@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.functional.helpers import EXAMPLES, ROOT, SERVEKIT, servekit
+from tests.functional.helpers import EXAMPLES, ROOT, SERVEKIT, ctrl_c_reaches, servekit
 
 
 def _free_port() -> int:
@@ -38,7 +38,13 @@ def test_serve_prints_where_things_are_and_stops_on_ctrl_c(tmp_path: Path) -> No
     env = {**os.environ, "SERVEKIT_HOME": str(tmp_path / "home")}
     argv = [*SERVEKIT, "serve", "--port", str(port), "--packages", str(EXAMPLES), "--workers", "2"]
     proc = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_reaches,
     )
     try:
         page = _wait(f"http://127.0.0.1:{port}/", proc)

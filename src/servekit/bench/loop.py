@@ -64,8 +64,8 @@ def run(main: Coroutine[Any, Any, T], kind: LoopKind = LoopKind.AUTO) -> T:
 
 
 def run_interruptible(main: Coroutine[Any, Any, T], kind: LoopKind = LoopKind.AUTO) -> T:
-    """Run ``main`` as :func:`run` does; Ctrl-C or SIGTERM cancels it and raises
-    KeyboardInterrupt once it has ended.
+    """Run ``main`` as :func:`run` does; Ctrl-C or SIGTERM (unless ignored when it began)
+    cancels it and raises KeyboardInterrupt once it has ended.
 
     The cancellation reaches ``main`` as ``asyncio.CancelledError`` wherever it waits, so its
     cleanup (``except``/``finally``) runs in every case; it is repeated every
@@ -98,8 +98,14 @@ async def _stopped_by_signals(main: Coroutine[Any, Any, T], received: list[int])
             cancel_until_done()
         received.append(signum)
 
-    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
-    for signum in STOP_SIGNALS:
+    # A signal ignored when the run began stays ignored (a background job of a shell, nohup),
+    # as Python itself leaves an ignored SIGINT alone.
+    previous = {
+        signum: handler
+        for signum in STOP_SIGNALS
+        if (handler := signal.getsignal(signum)) is not signal.SIG_IGN
+    }
+    for signum in previous:
         loop.add_signal_handler(signum, stop, signum)
     try:
         return await main
