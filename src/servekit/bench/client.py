@@ -96,7 +96,7 @@ def api_path(api: Api) -> str:
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """httpx's default TLS context (certifi's roots), built once a process: each build reads
     the CA bundle, tens of milliseconds that a tuning session paid per run."""
     return httpx.create_ssl_context()
@@ -133,7 +133,7 @@ class BenchClient:
             base_url=endpoint.rstrip("/"),
             headers={"User-Agent": _HEADERS["User-Agent"]},
             timeout=timeout,
-            verify=_tls_context(),
+            verify=tls_context(),
         )
         self.sent = 0  # requests begun since the last reset: each trace's send order
         self.completed: list[Trace] = []  # traces since the last reset, as they complete

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from servekit.bench.client import tls_context
 from servekit.engines import EngineSpec
 from servekit.engines.probe import healthy
 
@@ -62,7 +63,7 @@ def _wait_ready(
     proc: subprocess.Popen[bytes], url: str, spec: EngineSpec, timeout_s: float, log: Path
 ) -> None:
     deadline = time.monotonic() + timeout_s
-    with httpx.Client(base_url=url, timeout=1.0) as http:
+    with httpx.Client(base_url=url, timeout=1.0, verify=tls_context()) as http:
         while time.monotonic() < deadline:
             code = proc.poll()
             if code is not None:
