@@ -137,15 +137,22 @@ def replays(kit: Path, keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> 
 def _replay_profiles(kit: Path, keys: Keys, base: Path) -> None:
     """Both profiles at once, each replay against its own simulator process: the replays
     mostly wait on the simulators' clocks, so running them together halves the wait."""
-    simulators = {name: start_simulator(*profile) for name, profile in PROFILES.items()}
-    try:
-        replaying = {
-            name: _replay(kit, keys, url, base / name) for name, (_, url) in simulators.items()
-        }
+    simulators: list[subprocess.Popen[str]] = []
+    replaying: dict[str, subprocess.Popen[str]] = {}
+    try:  # every process started is stopped and reaped, whatever fails
+        urls = {}
+        for name, profile in PROFILES.items():
+            simulator, urls[name] = start_simulator(*profile)
+            simulators.append(simulator)
+        replaying = {name: _replay(kit, keys, url, base / name) for name, url in urls.items()}
         errors = {name: proc.communicate(timeout=120)[1] for name, proc in replaying.items()}
     finally:
-        for proc, _ in simulators.values():
+        for proc in replaying.values():
+            if proc.poll() is None:
+                proc.kill()
+        for proc in simulators:
             proc.terminate()
+        for proc in [*replaying.values(), *simulators]:
             proc.wait(10)
     for name, proc in replaying.items():
         assert proc.returncode == 0, errors[name]

@@ -219,6 +219,41 @@ def test_sigterm_stops_the_session_and_the_draft_holds_what_was_measured(tmp_pat
     assert engines.stdout.strip() == ""  # no engine outlived the session
 
 
+def test_sigterm_while_a_candidate_is_measured_stops_the_session_too(tmp_path: Path) -> None:
+    """The benchmark's own handler turns SIGTERM into an interrupted run; that stops the
+    session (it used to be recorded as one failed candidate, and the search went on)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.tune.conftest import write_inputs
+
+    slow = {**WORKLOAD, "requests": 400, "output_tokens": 32}  # seconds of measuring a candidate
+    model, wl, sp = write_inputs(tmp_path, slow, NOISY_SPACE)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servekit.cli.main", "tune", "--engine", "sim", "--model", str(model),
+         "--workload", str(wl), "--space", str(sp), "--out", str(out), "--budget", "20m",
+         "--method", "grid"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    measuring: list[Path] = []
+    while time.monotonic() < deadline and not measuring:  # a run's work folder: .c001 etc.
+        measuring = [p for p in out.rglob(".c00[1-9]") if list(p.glob("*.jsonl*"))]
+        time.sleep(0.05)
+    assert measuring, "no candidate's benchmark was seen running"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    package = _package(out)
+    assert "stopped before its end" in json.dumps(package["disclosures"])
+    assert len(search_log(out)["candidates"]) < 20
+    engines = subprocess.run(["pgrep", "-f", f"--model {model}"], capture_output=True, text=True)
+    assert engines.stdout.strip() == ""
+
+
 def test_a_budget_that_cannot_cover_a_confirmation_measures_stock_alone_and_says_so(
     tmp_path: Path,
 ) -> None:

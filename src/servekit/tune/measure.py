@@ -11,11 +11,18 @@ from pathlib import Path
 
 from servekit.bench.runner import RunConfig, run_benchmark
 from servekit.engines import EngineSpec, FlagValue, engine
-from servekit.errors import BenchError
+from servekit.errors import BenchError, RunInterruptedError
 from servekit.package.evidence import Evidence, ServeConfig, TuneMark, TuneRole, load_evidence
 from servekit.package.stats import figure_value, summarize
 from servekit.tune.launch import StartFailedError, free_port, running
 from servekit.tune.models import TuneConfig
+
+
+class StoppedError(Exception):
+    """SIGTERM arrived (a ``timeout`` around the session): the engine running is stopped by
+    its context, and the session writes the draft of what it measured. A SIGTERM while a
+    benchmark runs reaches the session as this too (the benchmark's own handler turns it
+    into :class:`RunInterruptedError`), not as one failed candidate."""
 
 
 class _Quiet:
@@ -80,6 +87,8 @@ class Measurer:
                 evidence = self._bench(
                     url, ServeConfig(argv=argv, env=env, source="servekit tune"), run_file, mark
                 )
+        except RunInterruptedError as exc:  # SIGTERM while measuring: the session stops
+            raise StoppedError from exc
         except (StartFailedError, BenchError) as exc:
             return Measured(None, str(exc).splitlines()[0], None, time.monotonic() - began)
         score, reason = self.score(evidence)

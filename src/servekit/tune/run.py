@@ -29,7 +29,7 @@ from servekit.package.evidence import TuneRole
 from servekit.package.rules.engines import NEUTRAL_ENV, numerics_changes
 from servekit.progress import Tracker
 from servekit.tune.draft import write_search_log
-from servekit.tune.measure import Measured, Measurer
+from servekit.tune.measure import Measured, Measurer, StoppedError
 from servekit.tune.models import CONTRACT_PCT, Candidate, Confirmation, Status, TuneConfig
 from servekit.tune.search import proposer
 
@@ -223,11 +223,6 @@ def tune(config: TuneConfig, tracker: Tracker, notify: Notify | None = None) -> 
                 session.confirm_runs, session.elapsed(), stopped=stopped,
                 search_stopped=session.stopped_by)  # fmt: skip
     return Outcome(tuple(session.candidates), confirmation, best, config.out, session.elapsed())
-
-
-class StoppedError(Exception):
-    """SIGTERM arrived (a ``timeout`` around the session): the engine running is stopped by
-    its context, and the session writes the draft of what it measured."""
 
 
 @contextmanager
