@@ -5,7 +5,10 @@ noise a lucky best-of-20 is not published as a speedup."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,15 @@ from servekit.bench.sim.perf import PerfModel, optimum
 from servekit.cli.main import main
 from servekit.package.rules import check_package
 from servekit.package.rules.report import CheckReport
-from tests.tune.conftest import OPTIMUM, SIM_GPU, SPACE, WORKLOAD, run_tune, search_log
+from tests.tune.conftest import (
+    OPTIMUM,
+    SIM_GPU,
+    SPACE,
+    WORKLOAD,
+    run_tune,
+    search_log,
+    write_inputs,
+)
 
 
 def _package(out: Path) -> dict[str, Any]:
@@ -184,24 +195,27 @@ def test_a_shared_flag_and_the_environment_are_recorded_and_the_baseline_is_not_
     assert not report.violations, [v.message for v in report.violations]
 
 
-def test_sigterm_stops_the_session_and_the_draft_holds_what_was_measured(tmp_path: Path) -> None:
-    """What `timeout` around a session on the H200 does: the engine running is stopped, and
-    the draft and search log hold the candidates measured so far."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from tests.tune.conftest import write_inputs
-
-    model, wl, sp = write_inputs(tmp_path, WORKLOAD, NOISY_SPACE)
+def _tune_process(
+    tmp_path: Path, workload: dict[str, Any]
+) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """A grid session over NOISY_SPACE in its own process: (process, model dir, --out)."""
+    model, wl, sp = write_inputs(tmp_path, workload, NOISY_SPACE)
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "servekit.cli.main", "tune", "--engine", "sim", "--model", str(model),
          "--workload", str(wl), "--space", str(sp), "--out", str(out), "--budget", "20m",
          "--method", "grid"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ,
     )  # fmt: skip
+    return proc, model, out
+
+
+def test_sigterm_stops_the_session_and_the_draft_holds_what_was_measured(tmp_path: Path) -> None:
+    """What `timeout` around a session on the H200 does: the engine running is stopped, and
+    the draft and search log hold the candidates measured so far."""
+    import signal
+    import time
+
+    proc, model, out = _tune_process(tmp_path, WORKLOAD)
     log = out / "evidence" / "search-log.json"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -222,22 +236,11 @@ def test_sigterm_stops_the_session_and_the_draft_holds_what_was_measured(tmp_pat
 def test_sigterm_while_a_candidate_is_measured_stops_the_session_too(tmp_path: Path) -> None:
     """The benchmark's own handler turns SIGTERM into an interrupted run; that stops the
     session (it used to be recorded as one failed candidate, and the search went on)."""
-    import os
     import signal
-    import subprocess
-    import sys
     import time
 
-    from tests.tune.conftest import write_inputs
-
     slow = {**WORKLOAD, "requests": 400, "output_tokens": 32}  # seconds of measuring a candidate
-    model, wl, sp = write_inputs(tmp_path, slow, NOISY_SPACE)
-    out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "servekit.cli.main", "tune", "--engine", "sim", "--model", str(model),
-         "--workload", str(wl), "--space", str(sp), "--out", str(out), "--budget", "20m",
-         "--method", "grid"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ,
-    )  # fmt: skip
+    proc, model, out = _tune_process(tmp_path, slow)
     deadline = time.monotonic() + 120
     measuring: list[Path] = []
     while time.monotonic() < deadline and not measuring:  # a run's work folder: .c001 etc.
