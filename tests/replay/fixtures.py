@@ -92,8 +92,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
 
 @pytest.fixture(scope="session")
 def package_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    built = built_once(tmp_path_factory, "replay-package", lambda d: _copy_package(d))
-    return built / "pkg"
+    return built_once(tmp_path_factory, "replay-package", _copy_package) / "pkg"
 
 
 def _copy_package(directory: Path) -> None:
