@@ -405,8 +405,13 @@ async def _measure_group(
     warm = [s for s in specs if s.warmup]
     measured = [s for s in specs if not s.warmup]
     concurrency = specs[0].concurrency
-    gc.collect()
-    gc.freeze()  # keep the collector away from the long-lived bodies while measuring
+    # Keep the collector away from the long-lived bodies while measuring: freeze them. A
+    # collection of the young generations first (what the set-up just made); a full one
+    # walks every object the process holds, 0.1 s and more in a large process (servekit
+    # tune, or a script that runs benchmarks), and what it would find is collected after
+    # the unfreeze.
+    gc.collect(1)
+    gc.freeze()
     try:
         if warm:
             tracker.phase(f"{where}, warmup requests", len(warm))
