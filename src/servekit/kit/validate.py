@@ -16,6 +16,7 @@ import yaml
 from jsonschema import Draft7Validator
 
 from servekit.errors import PackageError
+from servekit.seams.yamltext import safe_loader
 
 
 @cache
@@ -30,7 +31,7 @@ def _where(path: Any) -> str:
 
 def validate_compose(data: bytes) -> None:
     """Raise :class:`PackageError` if ``data`` is not a valid Compose file."""
-    document = yaml.safe_load(data)
+    document = yaml.load(data, Loader=safe_loader())  # every kit build and publish runs this
     problems = sorted(compose_validator().iter_errors(document), key=lambda e: list(e.path))
     if problems:
         first = problems[0]
