@@ -24,13 +24,14 @@ def _free_port() -> int:
 
 def _wait(url: str, proc: subprocess.Popen[str]) -> httpx.Response:
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            return httpx.get(url, timeout=30)
-        except httpx.TransportError:
-            assert proc.poll() is None, "servekit serve exited early"
-            assert time.monotonic() < deadline, "servekit serve did not answer"
-            time.sleep(0.2)
+    with httpx.Client(timeout=30) as http:  # one client: each new one reads the CA bundle
+        while True:
+            try:
+                return http.get(url)
+            except httpx.TransportError:
+                assert proc.poll() is None, "servekit serve exited early"
+                assert time.monotonic() < deadline, "servekit serve did not answer"
+                time.sleep(0.2)
 
 
 def test_serve_prints_where_things_are_and_stops_on_ctrl_c(tmp_path: Path) -> None:
