@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -112,3 +114,23 @@ def test_progress_names_each_phase_and_counts_it(sim: Sim, tmp_path: Path) -> No
         for c in (1, 2)
         for kind, n in (("warmup", 1), ("measured", 3))
     ]
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_old_garbage_is_collected_before_measuring_not_frozen_with_the_rest(
+    sim: Sim, run_harness: Harness
+) -> None:
+    """The harness freezes what the process holds while it measures. Garbage that has
+    reached the oldest generation is collected first, once an invocation, however many
+    groups it runs: a freeze resets the collector's counts, so nothing else would."""
+    garbage = _Cycle()
+    gone = weakref.ref(garbage)
+    gc.collect()  # it survives this one: now in the oldest generation
+    del garbage  # unreachable now, but only a full collection can find it
+    with sim() as url:
+        run_harness(url, concurrencies=(1, 2), runs=2)  # four groups
+    assert gone() is None

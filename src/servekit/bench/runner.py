@@ -276,6 +276,10 @@ async def _all_runs(
     config: RunConfig, factory: PromptFactory, tracker: PhasedTracker, state: _Invocation
 ) -> None:
     info: EndpointInfo | None = None
+    # Once an invocation, a full collection: each group then freezes what the process holds
+    # (_measure_group), and a freeze resets the collector's counts, so garbage that reached
+    # the oldest generation would otherwise be frozen again and again, never collected.
+    gc.collect()
     for number in range(1, config.runs + 1):
         if config.resume:
             state.recover(number)
@@ -405,11 +409,11 @@ async def _measure_group(
     warm = [s for s in specs if s.warmup]
     measured = [s for s in specs if not s.warmup]
     concurrency = specs[0].concurrency
-    # Keep the collector away from the long-lived bodies while measuring: freeze them. A
-    # collection of the young generations first (what the set-up just made); a full one
-    # walks every object the process holds, 0.1 s and more in a large process (servekit
-    # tune, or a script that runs benchmarks), and what it would find is collected after
-    # the unfreeze.
+    # Keep the collector away from the long-lived bodies while measuring: freeze them,
+    # after collecting the young generations (what the set-up just made). The full
+    # collection runs once an invocation (_all_runs), not once a group: it walks every
+    # object the process holds, 0.1 s and more in a large process (servekit tune, or a
+    # script that runs many benchmarks).
     gc.collect(1)
     gc.freeze()
     try:
