@@ -267,6 +267,16 @@ def test_the_compose_schema_check_can_fail() -> None:
     assert list(Draft7Validator(_compose_schema()).iter_errors(bad))
 
 
+def test_a_compose_file_that_does_not_read_back_is_a_package_error() -> None:
+    """A lone surrogate cannot come from a package.yaml (libyaml refuses it there), but a
+    Package built in code can carry one: PyYAML writes it as an escape its C loader
+    refuses. The kit build stops with the package's error, not a YAML traceback."""
+    pkg = load_package(ROOT / "examples" / "packages" / "tiny-sim").package
+    odd = pkg.model_copy(update={"serve": pkg.serve.model_copy(update={"args": ("\ud800",)})})
+    with pytest.raises(PackageError, match=r"deploy/compose\.yaml does not read back"):
+        render_deploy(odd)
+
+
 def test_vendored_compose_schema_is_the_shared_one() -> None:
     shared = SHARED_SCHEMAS / "compose-spec.json"
     if not shared.exists():
