@@ -22,7 +22,8 @@ MAX_YAML_DEPTH = 64
 def safe_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
     """PyYAML's safe loader on libyaml's scanner and parser when PyYAML has them: the same
     events, nodes and values, marks included, about ten times faster (publishing parses
-    every package.yaml; every kit build reads its compose file back)."""
+    every package.yaml; every kit build reads its compose file back). libyaml refuses a
+    few texts PyYAML's own scanner takes, such as the escape of a lone surrogate."""
     import yaml
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
