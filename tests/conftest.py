@@ -25,7 +25,13 @@ def production_cost(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 _WATCHED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_AT_START = {signum: signal.getsignal(signum) for signum in _WATCHED_SIGNALS}
+
+
+def _handlers() -> dict[int, object]:
+    return {signum: signal.getsignal(signum) for signum in _WATCHED_SIGNALS}
+
+
+_AT_START = _handlers()
 
 
 def _changed(before: dict[int, object], after: dict[int, object]) -> dict[str, object]:
@@ -38,14 +44,14 @@ def _signal_handlers_are_left_as_found(request: pytest.FixtureRequest) -> Iterat
     worker starts ignore Ctrl-C (an ignored signal is inherited through exec): the
     interrupted `bench run` test then waits out its timeout. It fails here, by name: the
     test itself, or the first test whose module or session fixtures changed them."""
-    before = {signum: signal.getsignal(signum) for signum in _WATCHED_SIGNALS}
+    before = _handlers()
     set_up = _changed(_AT_START, before)
     if set_up:
         for signum, handler in _AT_START.items():
             signal.signal(signum, handler)
         pytest.fail(f"a fixture of {request.node.nodeid} changed signal handlers: {set_up}")
     yield
-    after = {signum: signal.getsignal(signum) for signum in _WATCHED_SIGNALS}
+    after = _handlers()
     for signum, handler in before.items():
         signal.signal(signum, handler)
     changed = _changed(before, after)
