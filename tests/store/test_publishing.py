@@ -18,9 +18,18 @@ from servekit.errors import (
     StoreConflictError,
     StoreNotFoundError,
 )
+from servekit.kit.build import build_kit
+from servekit.package import load_package
 from servekit.store.checkout import create_quote
 from servekit.store.models import OrderKind
-from servekit.store.publishing import catalog, cents, kit_path, publish, retract
+from servekit.store.publishing import (
+    catalog,
+    cents,
+    kit_path,
+    publish,
+    publish_built,
+    retract,
+)
 from servekit.store.results import PublishResult
 from tests.store.conftest import ASSETS, THRESHOLD, Packages, make_variant, member
 
@@ -44,6 +53,25 @@ def test_a_version_is_recorded_from_its_package(
     assert v.licence_sha256 == hashlib.sha256(licence).hexdigest()
     stored = kit_path(kits_dir, v.kit_sha256).read_bytes()
     assert hashlib.sha256(stored).hexdigest() == v.kit_sha256 and len(stored) == v.kit_bytes
+
+
+def test_a_kit_built_once_is_recorded_as_publish_records_it_and_only_for_its_package(
+    db: Session, packages: Packages, key: Path, kits_dir: Path
+) -> None:
+    package = load_package(packages.priced).package
+    kit = build_kit(packages.priced, key)
+    built = publish_built(
+        packages.priced, package, kit, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db
+    )
+    assert built.created and built.version.kit_sha256 == hashlib.sha256(kit.archive).hexdigest()
+    assert _publish(packages.priced, key, kits_dir, db).created is False  # same content
+    other = load_package(packages.free).package
+    with pytest.raises(
+        StoreConflictError, match=r"the kit is of test-priced 1\.0\.0, not of test-free"
+    ):
+        publish_built(
+            packages.free, other, kit, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db
+        )
 
 
 def test_the_enterprise_tier_and_the_threshold_require_a_licence(

@@ -33,7 +33,7 @@ from servekit.errors import (
     StoreError,
     StoreNotFoundError,
 )
-from servekit.kit.build import build_kit
+from servekit.kit.build import BuiltKit, build_kit
 from servekit.package import load_package
 from servekit.package.files import PACKAGE_FILE
 from servekit.package.models import Package, PackageStatus, Tier
@@ -174,9 +174,35 @@ def publish(
 ) -> PublishResult:
     """Check, build, sign, store and record a package version (steps in the module doc)."""
     package = load_package(package_dir).package
-    refuse_draft(package_dir, package)  # 0
+    refuse_draft(package_dir, package)  # 0, before the build's seconds
     check_prices(package_dir, package)
     kit = build_kit(package_dir, key)  # 1
+    return publish_built(
+        package_dir, package, kit, kits_dir=kits_dir, threshold_usd=threshold_usd, session=session
+    )
+
+
+def publish_built(
+    package_dir: Path,
+    package: Package,
+    kit: BuiltKit,
+    *,
+    kits_dir: Path,
+    threshold_usd: float,
+    session: Session,
+) -> PublishResult:
+    """Steps 0 and 2 to 4 for ``kit``, built from ``package_dir`` by
+    :func:`servekit.kit.build.build_kit` (:func:`publish`; or one build recorded in several
+    stores, as the test suite's shops do). A kit of another package or version than
+    ``package`` is refused."""
+    if (kit.package_id, kit.version) != (package.id, package.version):
+        raise StoreConflictError(
+            f"the kit is of {kit.package_id} {kit.version}, not of "
+            f"{package.id} {package.version} in {package_dir / PACKAGE_FILE}",
+            hint="publish the kit built from this package directory",
+        )
+    refuse_draft(package_dir, package)
+    check_prices(package_dir, package)
     licence = _licence_text(package_dir, package)  # 2
     existing = session.scalar(
         select(PackageVersion).where(
