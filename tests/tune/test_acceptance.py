@@ -243,8 +243,10 @@ def test_sigterm_while_a_candidate_is_measured_stops_the_session_too(tmp_path: P
     proc, model, out = _tune_process(tmp_path, slow)
     deadline = time.monotonic() + 120
     measuring: list[Path] = []
-    while time.monotonic() < deadline and not measuring:  # a run's work folder: .c001 etc.
-        measuring = [p for p in out.rglob(".c00[1-9]") if list(p.glob("*.jsonl*"))]
+    # A run's work folder: .c000 (stock, the first candidate measured), .c001 etc. Stock is
+    # caught: a later candidate would first wait out stock's seconds of measuring.
+    while time.monotonic() < deadline and not measuring:
+        measuring = [p for p in out.rglob(".c00[0-9]") if list(p.glob("*.jsonl*"))]
         time.sleep(0.05)
     assert measuring, "no candidate's benchmark was seen running"
     proc.send_signal(signal.SIGTERM)
