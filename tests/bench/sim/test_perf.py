@@ -29,22 +29,28 @@ def _e2el(evidence: Evidence) -> float:
     )
 
 
+# Four times WORKLOAD's times: a loaded host's late wake-ups (a few ms, when the suite runs
+# more workers than cores) stay small beside 20 ms and 8 ms steps; at 5 ms and 2 ms they
+# moved the ratio below by 13 %.
+MEASURED = {**WORKLOAD, "ttft_ms": 20.0, "itl_ms": 8.0}
+
+
 def test_measured_latency_follows_the_flags_as_the_model_predicts(
     sim: Callable[..., AbstractContextManager[str]], run_harness: Callable[..., list[Evidence]]
 ) -> None:
     measured = {}
     for name, perf in {"best": BEST, "wide": BEST.model_copy(update={"max_num_seqs": 64})}.items():
-        with sim(ttft_ms=5.0, itl_ms=2.0, perf=perf) as url:
+        with sim(ttft_ms=MEASURED["ttft_ms"], itl_ms=MEASURED["itl_ms"], perf=perf) as url:
             ev = run_harness(url, prompt_min=512, prompt_max=512, output_tokens=16,
                              concurrencies=(8,), requests=8, warmup=0, force=True)  # fmt: skip
         measured[name] = _e2el(ev[0])
-        predicted = expected_e2el_ms(perf, **WORKLOAD)
+        predicted = expected_e2el_ms(perf, **MEASURED)
         assert (
             predicted * 0.98 <= measured[name] <= predicted * 1.25
         )  # late on a loaded host, never early
     predicted_ratio = expected_e2el_ms(
-        BEST.model_copy(update={"max_num_seqs": 64}), **WORKLOAD
-    ) / expected_e2el_ms(BEST, **WORKLOAD)
+        BEST.model_copy(update={"max_num_seqs": 64}), **MEASURED
+    ) / expected_e2el_ms(BEST, **MEASURED)
     assert measured["wide"] / measured["best"] == pytest.approx(predicted_ratio, rel=0.12)
 
 
