@@ -45,7 +45,8 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["SERVEKIT_PROGRESS"] = "0"
     venv = work / "venv"
-    done = _run([sys.executable, "-m", "venv", venv], env, work)
+    # no pip of its own (ensurepip took 3 s): this venv's pip installs into it (--python)
+    done = _run([sys.executable, "-m", "venv", "--without-pip", venv], env, work)
     assert done.returncode == 0, done.stderr
     # the wheel built once with this venv's setuptools, as PyPI would serve it (pip's
     # isolated build of the source would first install setuptools into a venv of its own)
@@ -54,7 +55,17 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     assert done.returncode == 0, done.stdout + done.stderr
     [wheel] = (work / "dist").glob("servekit-*.whl")
     done = _run(
-        [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-compile", wheel],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            venv / "bin" / "python",
+            "install",
+            "--quiet",
+            "--no-compile",
+            wheel,
+        ],
         env,
         work,
     )
