@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import hashlib
+import random
 from pathlib import Path
 
 import pytest
 
-from servekit.bench.prompts import PromptFactory, TokenFit, count_completion
+from servekit.bench.prompts import _POOL_WORDS, VOCAB, PromptFactory, TokenFit, count_completion
 
 
 def test_prompts_are_deterministic_unique_and_sized() -> None:
@@ -15,6 +17,25 @@ def test_prompts_are_deterministic_unique_and_sized() -> None:
     assert first.split()[1:20] != second.split()[1:20]
     assert len(first.split()) == 300
     assert PromptFactory(seed=4).prompt("r1-c1-m0000", 300) != first
+
+
+def test_a_seed_gives_the_prompts_it_gave_before() -> None:
+    """The pool is the words ``random.Random(...).choices`` draws (as earlier releases drew
+    them) and a unit starts where ``split`` finds a word, so a recorded run's prompts are
+    made again the same: the digest is of a prompt made before the pool was drawn through
+    C-level iterators."""
+    for seed in (0, 7):
+        words = random.Random(f"servekit-pool:{seed}").choices(VOCAB, k=_POOL_WORDS)
+        factory = PromptFactory(seed)
+        assert factory.text == " ".join(words + words)
+        starts = [0]
+        for word in factory.text.split(" ")[:-1]:
+            starts.append(starts[-1] + len(word) + 1)
+        assert list(factory.starts) == starts
+    prompt = PromptFactory(7).prompt("r1-c1-m0000", 300).encode()
+    assert hashlib.sha256(prompt).hexdigest() == (
+        "6edf5a32554d34d208ab2034601c18559a5c9a4ca6581bb9622e9f401375e32c"
+    )
 
 
 def test_long_prompts_are_supported() -> None:
