@@ -44,11 +44,22 @@ def _tree(root: Path, order: list[str] | None = None) -> Path:
     return root
 
 
-@pytest.fixture
-def pinned(tmp_path: Path) -> tuple[Path, Path]:
-    tree = _tree(tmp_path / "tree")
-    result = servekit("model", "digest", str(tree), "-o", str(tmp_path / "PIN.json"))
+@pytest.fixture(scope="module")
+def tree_pin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pin of :func:`_tree`'s files, made once by `servekit model digest` (a pin records
+    paths relative to the tree, so it is the pin of every tree of the same files)."""
+    root = tmp_path_factory.mktemp("pin")
+    tree = _tree(root / "tree")
+    result = servekit("model", "digest", str(tree), "-o", str(root / "PIN.json"))
     assert result.returncode == 0, result.stderr
+    return root / "PIN.json"
+
+
+@pytest.fixture
+def pinned(tmp_path: Path, tree_pin: Path) -> tuple[Path, Path]:
+    """A tree of its own for the test to damage, and a copy of its pin."""
+    tree = _tree(tmp_path / "tree")
+    shutil.copyfile(tree_pin, tmp_path / "PIN.json")
     return tree, tmp_path / "PIN.json"
 
 
