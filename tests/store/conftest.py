@@ -24,8 +24,6 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from servekit.kit.build import BuiltKit, build_kit
-from servekit.package import load_package
-from servekit.package.models import Package
 from servekit.store import accounts
 from servekit.store.checkout import confirm, create_quote
 from servekit.store.db import Store, make_engine, migrate
@@ -207,18 +205,17 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> Packages:
     )
 
 
-_BUILT: dict[tuple[Path, Path], tuple[Package, BuiltKit]] = {}
+_BUILT: dict[tuple[Path, Path], BuiltKit] = {}
 
 
 def publish_one(path: Path, key: Path, kits_dir: Path, session: Session) -> None:
-    """Publish the package at ``path`` as :func:`publish` does, with its kit built once per
-    worker: the shops of most store tests publish the same four packages, and building
-    their kits took most of those tests' time (docs/testing.md). tests/store/test_publishing.py
-    calls :func:`publish` itself, a build each time."""
+    """Publish the package at ``path`` as :func:`servekit.store.publishing.publish` does,
+    with its kit built once per worker: the shops of most store tests publish the same four
+    packages, and building their kits took most of those tests' time (docs/testing.md).
+    tests/store/test_publishing.py calls ``publish`` itself, a build each time."""
     if (path, key) not in _BUILT:
-        _BUILT[path, key] = (load_package(path).package, build_kit(path, key))
-    package, kit = _BUILT[path, key]
-    publish_built(path, package, kit, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=session)
+        _BUILT[path, key] = build_kit(path, key)
+    publish_built(_BUILT[path, key], kits_dir=kits_dir, threshold_usd=THRESHOLD, session=session)
 
 
 def member(session: Session, slug: str, role: Role = Role.OWNER) -> Principal:

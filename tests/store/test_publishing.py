@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import shutil
@@ -19,7 +20,6 @@ from servekit.errors import (
     StoreNotFoundError,
 )
 from servekit.kit.build import build_kit
-from servekit.package import load_package
 from servekit.store.checkout import create_quote
 from servekit.store.models import OrderKind
 from servekit.store.publishing import (
@@ -55,22 +55,39 @@ def test_a_version_is_recorded_from_its_package(
     assert hashlib.sha256(stored).hexdigest() == v.kit_sha256 and len(stored) == v.kit_bytes
 
 
-def test_a_kit_built_once_is_recorded_as_publish_records_it_and_only_for_its_package(
+def test_what_is_recorded_is_read_from_the_kit_not_from_the_directory_after_the_build(
+    db: Session, key: Path, kits_dir: Path, tmp_path: Path
+) -> None:
+    package = make_variant(tmp_path / "p", pkg_id="test-later", version="1.0.0", usd=49.99)
+    kit = build_kit(package, key)
+    licence = (package / "licenses" / "PACKAGE_LICENSE.md").read_bytes()
+    (package / "licenses" / "PACKAGE_LICENSE.md").write_text("Changed after the build.\n")
+    yaml = package / "package.yaml"
+    yaml.write_text(yaml.read_text().replace("usd: 49.99", "usd: 1.0"))
+    v = publish_built(kit, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db).version
+    assert (v.price_cents, v.licence_sha256) == (4999, hashlib.sha256(licence).hexdigest())
+    assert v.kit_sha256 == hashlib.sha256(kit.archive).hexdigest()
+
+
+def test_a_kit_without_its_definition_or_with_a_licence_that_is_not_text_is_refused(
     db: Session, packages: Packages, key: Path, kits_dir: Path
 ) -> None:
-    package = load_package(packages.priced).package
     kit = build_kit(packages.priced, key)
-    built = publish_built(
-        packages.priced, package, kit, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db
+    without = dataclasses.replace(
+        kit, files=tuple(f for f in kit.files if f.path != "package.yaml")
     )
-    assert built.created and built.version.kit_sha256 == hashlib.sha256(kit.archive).hexdigest()
-    assert _publish(packages.priced, key, kits_dir, db).created is False  # same content
-    other = load_package(packages.free).package
-    with pytest.raises(
-        StoreConflictError, match=r"the kit is of test-priced 1\.0\.0, not of test-free"
-    ):
+    with pytest.raises(PackageError, match=r"the kit has no package\.yaml"):
+        publish_built(without, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db)
+    binary = tuple(
+        dataclasses.replace(f, data=b"\xff\xfe") if f.path.endswith("PACKAGE_LICENSE.md") else f
+        for f in kit.files
+    )
+    with pytest.raises(PackageError, match="the package licence is not UTF-8 text"):
         publish_built(
-            packages.free, other, kit, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db
+            dataclasses.replace(kit, files=binary),
+            kits_dir=kits_dir,
+            threshold_usd=THRESHOLD,
+            session=db,
         )
 
 

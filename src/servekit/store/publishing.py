@@ -5,7 +5,9 @@ Publishing, step by step:
      refuse a price that is not a number from 0 to $100,000,000 (:func:`cents`);
   1. build the kit with :func:`servekit.kit.build.build_kit`, which loads the package and
      refuses one that fails its claim rules, then signs it;
-  2. read the package licence text the package names, and hash it;
+  2. read the package licence text the package names, and hash it: from the built kit,
+     as every field recorded below is read from the kit's ``package.yaml`` (the bytes its
+     receipt signs), not from the directory, which may have changed since the build;
   3. write the kit bytes under ``HOME/kits/sha256/<hex>.tar.gz`` (content-addressed, so a
      second write of the same bytes is a no-op);
   4. record the version: price and maintenance in integer cents from ``pricing``, tier,
@@ -35,9 +37,9 @@ from servekit.errors import (
 )
 from servekit.kit.build import BuiltKit, build_kit
 from servekit.package import load_package
-from servekit.package.files import PACKAGE_FILE
+from servekit.package.files import PACKAGE_FILE, license_kit_path
+from servekit.package.load import parse_package
 from servekit.package.models import Package, PackageStatus, Tier
-from servekit.seams import read_utf8
 from servekit.store.models import PackageVersion, utcnow
 from servekit.store.results import PublishResult, VersionInfo
 
@@ -117,14 +119,16 @@ def version_info(row: PackageVersion) -> VersionInfo:
     )
 
 
-def _licence_text(package_dir: Path, package: Package) -> str:
-    path = package_dir / package.license.file
-    return read_utf8(
-        path,
-        lambda failure: PackageFileError(
-            f"cannot read the package licence: {failure.exc}", path=path
-        ),
-    )
+def _kit_text(kit: BuiltKit, path: str, what: str) -> str:
+    """A text file of the kit, from the bytes the receipt signs."""
+    data = next((f.data for f in kit.files if f.path == path), None)
+    where = Path(f"{kit.package_id}-{kit.version} kit") / path
+    if data is None:
+        raise PackageFileError(f"the kit has no {what}", path=where)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PackageFileError(f"the {what} is not UTF-8 text: {exc.reason}", path=where) from exc
 
 
 def _row(
@@ -177,33 +181,23 @@ def publish(
     refuse_draft(package_dir, package)  # 0, before the build's seconds
     check_prices(package_dir, package)
     kit = build_kit(package_dir, key)  # 1
-    return publish_built(
-        package_dir, package, kit, kits_dir=kits_dir, threshold_usd=threshold_usd, session=session
-    )
+    return publish_built(kit, kits_dir=kits_dir, threshold_usd=threshold_usd, session=session)
 
 
 def publish_built(
-    package_dir: Path,
-    package: Package,
-    kit: BuiltKit,
-    *,
-    kits_dir: Path,
-    threshold_usd: float,
-    session: Session,
+    kit: BuiltKit, *, kits_dir: Path, threshold_usd: float, session: Session
 ) -> PublishResult:
-    """Steps 0 and 2 to 4 for ``kit``, built from ``package_dir`` by
-    :func:`servekit.kit.build.build_kit` (:func:`publish`; or one build recorded in several
-    stores, as the test suite's shops do). A kit of another package or version than
-    ``package`` is refused."""
-    if (kit.package_id, kit.version) != (package.id, package.version):
-        raise StoreConflictError(
-            f"the kit is of {kit.package_id} {kit.version}, not of "
-            f"{package.id} {package.version} in {package_dir / PACKAGE_FILE}",
-            hint="publish the kit built from this package directory",
-        )
-    refuse_draft(package_dir, package)
-    check_prices(package_dir, package)
-    licence = _licence_text(package_dir, package)  # 2
+    """Steps 0 and 2 to 4 for a kit :func:`servekit.kit.build.build_kit` built (by
+    :func:`publish`; or once for several stores, as the test suite's shops do).
+
+    What the version records (price, tier, licence text) is read from the kit's own
+    ``package.yaml`` and licence file, the bytes its receipt signs, never again from the
+    package directory, which may have changed since the build."""
+    where = Path(f"{kit.package_id}-{kit.version} kit")
+    package = parse_package(where / PACKAGE_FILE, _kit_text(kit, PACKAGE_FILE, PACKAGE_FILE))
+    refuse_draft(where, package)
+    check_prices(where, package)
+    licence = _kit_text(kit, license_kit_path(package.license.file), "package licence")  # 2
     existing = session.scalar(
         select(PackageVersion).where(
             PackageVersion.package_id == package.id, PackageVersion.version == package.version
