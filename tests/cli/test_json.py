@@ -96,6 +96,15 @@ def _feed_source(w: World) -> str:
     return str(path)
 
 
+def _one_example(w: World) -> str:
+    """A directory of example packages holding tiny-sim alone (the JSON is the same shape for
+    one example as for all of them; tests/functional/test_cli_demo.py runs them all)."""
+    examples = w.tmp / "one-example"
+    if not examples.exists():
+        shutil.copytree(TINY, examples / TINY.name)
+    return str(examples)
+
+
 def _tree(w: World) -> str:
     tree = w.tmp / "tree"
     tree.mkdir(exist_ok=True)
@@ -207,8 +216,8 @@ CASES: dict[tuple[str, ...], tuple[Case, Case]] = {
     ),
     ("catalog", "show"): (lambda w: [str(TINY)], lambda w: [w.fresh("no-package")]),
     ("demo",): (
-        lambda w: ["--out", w.fresh("demo")],
-        lambda w: ["--out", w.fresh("absent/demo")],
+        lambda w: ["--examples", _one_example(w), "--out", w.fresh("demo")],
+        lambda w: ["--examples", _one_example(w), "--out", w.fresh("absent/demo")],
     ),
     ("feed", "sign"): (
         lambda w: [

@@ -48,14 +48,21 @@ def test_make_demo_on_a_fresh_clone_builds_and_verifies_a_kit_per_example(tmp_pa
 
 
 def test_demo_never_touches_a_key_and_asks_before_writing_over_output(tmp_path: Path) -> None:
-    keys = tmp_path / "keys"
-    keys.mkdir()
+    # one example is enough here (the test above builds them all)
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples" / "packages" / "tiny-sim", examples / "tiny-sim")
+    out = tmp_path / "out"
+    keys = out / "keys"
+    keys.mkdir(parents=True)
     (keys / "servekit.key").write_bytes(b"my real private key")
-    refused = servekit("demo", "--out", str(tmp_path))
+    demo = ("demo", "--examples", str(examples), "--out", str(out))
+    refused = servekit(*demo)
     assert refused.returncode == 2, refused.stderr
     assert "--force" in refused.stderr
-    assert not (tmp_path / "kits").exists()
-    assert servekit("demo", "--out", str(tmp_path), "--force").returncode == 0
+    assert not (out / "kits").exists()
+    done = servekit(*demo, "--force")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (out / "kits").glob("*.tar.gz")) == ["tiny-sim-0.1.0.tar.gz"]
     assert (keys / "servekit.key").read_bytes() == b"my real private key"
     assert sorted(p.name for p in keys.iterdir()) == ["servekit.key"]
 

@@ -4,6 +4,7 @@ catalog, and stops cleanly on Ctrl-C."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,7 +38,10 @@ def _wait(url: str, proc: subprocess.Popen[str]) -> httpx.Response:
 def test_serve_prints_where_things_are_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     port = _free_port()
     env = {**os.environ, "SERVEKIT_HOME": str(tmp_path / "home")}
-    argv = [*SERVEKIT, "serve", "--port", str(port), "--packages", str(EXAMPLES), "--workers", "2"]
+    # one example: tests/web/conftest.py publishes them all as `serve` does (publish_all)
+    packages = tmp_path / "packages"
+    shutil.copytree(EXAMPLES / "kimi-k3-8xb300", packages / "kimi-k3-8xb300")
+    argv = [*SERVEKIT, "serve", "--port", str(port), "--packages", str(packages), "--workers", "2"]
     proc = subprocess.Popen(
         argv,
         cwd=ROOT,
