@@ -7,6 +7,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -17,7 +18,7 @@ import yaml
 
 from servekit.errors import ClaimRuleError, PackageError, SigningKeyError, UsageError
 from servekit.kit.archive import KitFile, kit_mtime, write_archive
-from servekit.kit.build import build_kit, render_deploy
+from servekit.kit.build import _same_definition, build_kit, render_deploy
 from servekit.package import load_package
 from servekit.receipts.keys import load_public_key, load_trust_store
 from servekit.verify.kit import verify_kit
@@ -374,3 +375,17 @@ def test_the_readme_unpack_line_works_with_a_trust_file_or_the_publishers_key(
     code, out, err = run_cli(argv)
     assert code == 0, out + err
     assert (tmp_path / "kit" / "MANIFEST").is_file()
+
+
+def test_a_definition_changed_between_the_check_and_the_copy_is_refused(tmp_path: Path) -> None:
+    """build_kit reads package.yaml to check it and again to copy it into the kit: a file
+    changed in between must not ship beside a receipt of the first."""
+    package = package_copy(tmp_path)
+    loaded = load_package(package)
+    text = (package / "package.yaml").read_text()
+    _same_definition(loaded, text.encode())  # the same file: nothing to say
+    edited = re.sub(r"^version: .*$", "version: 9.9.9", text, count=1, flags=re.M)
+    assert edited != text
+    for copy in (edited, "", "schema_version: [\n"):  # another version; empty; not YAML
+        with pytest.raises(PackageError, match="changed while the kit was built"):
+            _same_definition(loaded, copy.encode())
