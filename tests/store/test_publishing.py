@@ -69,7 +69,7 @@ def test_what_is_recorded_is_read_from_the_kit_not_from_the_directory_after_the_
     assert v.kit_sha256 == hashlib.sha256(kit.archive).hexdigest()
 
 
-def test_a_kit_without_its_definition_or_with_a_licence_that_is_not_text_is_refused(
+def test_a_kit_without_its_definition_of_another_package_or_with_a_binary_licence_is_refused(
     db: Session, packages: Packages, key: Path, kits_dir: Path
 ) -> None:
     kit = build_kit(packages.priced, key)
@@ -78,11 +78,21 @@ def test_a_kit_without_its_definition_or_with_a_licence_that_is_not_text_is_refu
     )
     with pytest.raises(PackageError, match=r"the kit has no package\.yaml"):
         publish_built(without, kits_dir=kits_dir, threshold_usd=THRESHOLD, session=db)
+    other = build_kit(packages.free, key)
+    with pytest.raises(
+        StoreConflictError, match=r"is of test-free 1\.0\.0, its receipt of test-priced"
+    ):
+        publish_built(
+            dataclasses.replace(other, package_id=kit.package_id),
+            kits_dir=kits_dir,
+            threshold_usd=THRESHOLD,
+            session=db,
+        )
     binary = tuple(
         dataclasses.replace(f, data=b"\xff\xfe") if f.path.endswith("PACKAGE_LICENSE.md") else f
         for f in kit.files
     )
-    with pytest.raises(PackageError, match="the package licence is not UTF-8 text"):
+    with pytest.raises(PackageError, match=r"the package licence is not UTF-8 text \(byte 0"):
         publish_built(
             dataclasses.replace(kit, files=binary),
             kits_dir=kits_dir,

@@ -124,11 +124,17 @@ def _kit_text(kit: BuiltKit, path: str, what: str) -> str:
     data = next((f.data for f in kit.files if f.path == path), None)
     where = Path(f"{kit.package_id}-{kit.version} kit") / path
     if data is None:
-        raise PackageFileError(f"the kit has no {what}", path=where)
+        raise PackageFileError(
+            f"the kit has no {what}", path=where, hint="publish the kit exactly as built"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PackageFileError(f"the {what} is not UTF-8 text: {exc.reason}", path=where) from exc
+        raise PackageFileError(
+            f"the {what} is not UTF-8 text (byte {exc.start}: {exc.reason})",
+            path=where,
+            hint=f"save {path} of the package as UTF-8 and build the kit again",
+        ) from exc
 
 
 def _row(
@@ -195,6 +201,12 @@ def publish_built(
     package directory, which may have changed since the build."""
     where = Path(f"{kit.package_id}-{kit.version} kit")
     package = parse_package(where / PACKAGE_FILE, _kit_text(kit, PACKAGE_FILE, PACKAGE_FILE))
+    if (package.id, package.version) != (kit.package_id, kit.version):
+        raise StoreConflictError(
+            f"the kit's {PACKAGE_FILE} is of {package.id} {package.version}, its receipt "
+            f"of {kit.package_id} {kit.version}",
+            hint="publish the kit exactly as build_kit returned it",
+        )
     refuse_draft(where, package)
     check_prices(where, package)
     licence = _kit_text(kit, license_kit_path(package.license.file), "package licence")  # 2
