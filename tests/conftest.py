@@ -16,6 +16,26 @@ os.environ.setdefault("SERVEKIT_PASSWORD_HASHING", "cheapest-for-tests")
 
 pytest_plugins = ["tests.replay.fixtures"]
 
+# The modules that take longest under `make test` (docs/testing.md, 2026-12-02), collected
+# first so that the workers start on them: with --dist loadscope a module runs on one
+# worker, and a long one handed out last was the run's tail (pytest took 230-252 s on the
+# same tree). Any order is correct; this one is faster.
+LONG_FIRST = (
+    "tests/tune/test_acceptance.py",
+    "tests/functional/test_browser_store.py",
+    "tests/functional/test_cli_weights.py",
+    "tests/functional/test_cli_bench_outcomes.py",
+    "tests/functional/test_cli_bench.py",
+    "tests/cli/test_layout.py",
+    "tests/cli/test_json.py",
+    "tests/functional/test_cli_kit.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {module: i for i, module in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
 
 @pytest.fixture
 def production_cost(monkeypatch: pytest.MonkeyPatch) -> None:
