@@ -18,7 +18,8 @@ import yaml
 
 from servekit.errors import ClaimRuleError, PackageError, SigningKeyError, UsageError
 from servekit.kit.archive import KitFile, kit_mtime, write_archive
-from servekit.kit.build import _same_definition, build_kit, render_deploy
+from servekit.kit.build import build_kit, render_deploy
+from servekit.kit.sources import copy_sources, snapshot
 from servekit.package import load_package
 from servekit.receipts.keys import load_public_key, load_trust_store
 from servekit.verify.kit import verify_kit
@@ -377,15 +378,32 @@ def test_the_readme_unpack_line_works_with_a_trust_file_or_the_publishers_key(
     assert (tmp_path / "kit" / "MANIFEST").is_file()
 
 
-def test_a_definition_changed_between_the_check_and_the_copy_is_refused(tmp_path: Path) -> None:
-    """build_kit reads package.yaml to check it and again to copy it into the kit: a file
-    changed in between must not ship beside a receipt of the first."""
+def test_a_definition_changed_between_the_load_and_the_snapshot_is_refused(
+    tmp_path: Path,
+) -> None:
+    """build_kit reads every package file once (snapshot) after loading package.yaml: a
+    package.yaml changed in between must stop the build, whatever it became."""
     package = package_copy(tmp_path)
-    loaded = load_package(package)
     text = (package / "package.yaml").read_text()
-    _same_definition(loaded, text.encode())  # the same file: nothing to say
     edited = re.sub(r"^version: .*$", "version: 9.9.9", text, count=1, flags=re.M)
     assert edited != text
-    for copy in (edited, "", "schema_version: [\n"):  # another version; empty; not YAML
+    other = (edited.encode(), b"", b"schema_version: [\n", text.encode() + b"# \xff\xfe\n")
+    for copy in other:  # another version; empty; not YAML; a comment that is not UTF-8
+        loaded = load_package(package)
+        (package / "package.yaml").write_bytes(copy)
         with pytest.raises(PackageError, match="changed while the kit was built"):
-            _same_definition(loaded, copy.encode())
+            snapshot(loaded)
+        (package / "package.yaml").write_text(text)
+    assert snapshot(load_package(package)).package == load_package(package).package
+
+
+def test_what_the_rules_checked_is_what_the_kit_carries(tmp_path: Path) -> None:
+    """Once read, the package's files come from memory: evidence rewritten on disk during
+    the build does not reach the kit."""
+    package = package_copy(tmp_path)
+    loaded = snapshot(load_package(package))
+    evidence = sorted((package / "evidence").glob("*.jsonl"))[0]
+    before = evidence.read_bytes()
+    evidence.write_bytes(before[: len(before) // 2])
+    copied = copy_sources(loaded)
+    assert copied[f"evidence/{evidence.name}"] == before

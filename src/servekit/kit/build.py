@@ -30,7 +30,7 @@ from servekit.kit.k8s import render_k8s
 from servekit.kit.launch import render_launch
 from servekit.kit.notices import BUILD_NOTES, MODEL_NOTICE, render_build_notes, render_model_notice
 from servekit.kit.readme import missing_paths, render_readme
-from servekit.kit.sources import copy_sources
+from servekit.kit.sources import copy_sources, snapshot
 from servekit.kit.validate import validate_compose
 from servekit.package import CheckReport, check, enforce, load_package
 from servekit.package.files import (
@@ -38,12 +38,11 @@ from servekit.package.files import (
     EXECUTABLES,
     LAUNCH_FILE,
     MANIFEST_FILE,
-    PACKAGE_FILE,
     PIN_FILE,
     README_FILE,
     RECEIPT_FILE,
 )
-from servekit.package.load import LoadedPackage, parse_package
+from servekit.package.load import LoadedPackage
 from servekit.package.models import Package
 from servekit.receipts.canonical import sha256_hex
 from servekit.receipts.keys import SigningKey, load_signing_key
@@ -91,31 +90,11 @@ def render_deploy(package: Package) -> dict[str, bytes]:
 def _content(loaded: LoadedPackage, report: CheckReport, key_id: str) -> dict[str, bytes]:
     package = loaded.package
     files = {**render_deploy(package), **copy_sources(loaded)}  # 3, 4
-    _same_definition(loaded, files[PACKAGE_FILE])
     files[MODEL_NOTICE] = render_model_notice(package)
     files[BUILD_NOTES] = render_build_notes(package)
     files[README_FILE] = render_readme(package, report, key_id)
     _check_readme_paths(files)
     return files
-
-
-def _same_definition(loaded: LoadedPackage, copied: bytes) -> None:
-    """The ``package.yaml`` copied into the kit is the one the rules checked and the receipt
-    describes: the copy is a second read of the file, and a file changed in between (an
-    editor saving, a script writing) is refused rather than shipped beside a receipt of
-    other content."""
-    path = loaded.source.where(PACKAGE_FILE)
-    changed = PackageError(
-        f"{path} changed while the kit was built: the copy for the kit is not the file "
-        "the claim rules checked",
-        hint="build again once nothing is writing to the package directory",
-    )
-    try:
-        copy = parse_package(path, copied.decode("utf-8", errors="replace"))
-    except PackageError as exc:  # the new content does not even load
-        raise changed from exc
-    if copy != loaded.package:
-        raise changed
 
 
 def _check_readme_paths(files: dict[str, bytes]) -> None:
@@ -228,7 +207,7 @@ def build_kit(
     signing time always give the same archive bytes.
     """
     when = signing_time(signed_at)
-    loaded = load_package(package_dir)
+    loaded = snapshot(load_package(package_dir))  # every file read once: what is checked ships
     _check_published(loaded.package, when)
     report = check(loaded)  # 1
     enforce(report)

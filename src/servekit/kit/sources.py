@@ -8,16 +8,45 @@ pin at ``model/pin.json`` (see :mod:`servekit.package.files`).
 from __future__ import annotations
 
 from servekit.errors import PackageError, PackageFileError
-from servekit.package.files import GENERATED, package_sources
-from servekit.package.load import LoadedPackage
+from servekit.package.files import GENERATED, PACKAGE_FILE, package_sources
+from servekit.package.load import LoadedPackage, loaded_from, parse_package
+from servekit.package.source import MemorySource
 from servekit.receipts.archive import NAME_BYTES
 from servekit.seams import ReadFailure, read_bytes
 
 
 def read_package_file(loaded: LoadedPackage, relative: str) -> bytes:
-    """The bytes of a file of the package, or a :class:`PackageFileError`."""
-    path = loaded.path(relative)
-    return read_bytes(path, _unreadable)
+    """The bytes of a file of the package (from its directory, or from memory once
+    :func:`snapshot` has read it), or a :class:`PackageFileError`."""
+    if isinstance(loaded.source, MemorySource):
+        return loaded.source.read_bytes(relative)  # every file named is there (loaded_from)
+    return read_bytes(loaded.path(relative), _unreadable)
+
+
+def snapshot(loaded: LoadedPackage) -> LoadedPackage:
+    """``loaded`` with every file the kit carries read once into memory.
+
+    The claim rules, the receipt and the archive then see the same bytes: a file changed
+    on disk while a kit is built (an editor saving, a benchmark still writing) cannot ship
+    other bytes than were checked. Messages still name the files by their paths on disk.
+    ``package.yaml`` read again must be the package already parsed, or the build stops.
+    """
+    relatives = [relative for _, relative in package_sources(loaded.package)]
+    files = {relative: read_package_file(loaded, relative) for relative in relatives}
+    where = loaded.source.where(PACKAGE_FILE)
+    changed = PackageError(
+        f"{where} changed while the kit was built: the file read for the kit is not the "
+        "one first loaded",
+        hint="build again once nothing is writing to the package directory",
+    )
+    try:
+        package = parse_package(where, files[PACKAGE_FILE].decode("utf-8"))
+    except (PackageError, UnicodeDecodeError) as exc:  # the new content does not even load
+        raise changed from exc
+    if package != loaded.package:
+        raise changed
+    names = {relative: str(loaded.source.where(relative)) for relative in relatives}
+    return loaded_from(package, MemorySource(files, names))
 
 
 def _unreadable(failure: ReadFailure) -> PackageFileError:
