@@ -53,8 +53,7 @@ BRANCH_FLOOR ?= 91
 # served store, a browser) is set up once. Each worker is a Python subprocess, measured and
 # combined like the CLI's (docs/testing.md). The timing tests hold with the machine
 # loaded: they were run beside three busy processes on 2 cores (docs/testing.md,
-# 2026-12-02). PYTEST_WORKERS=0 runs in one process. --no-loadscope-reorder: the modules
-# go out in tests/conftest.py's order (the longest first), not by their number of tests.
+# 2026-12-02). PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # The CLI, simulator and server subprocesses import src/ afresh: its bytecode is written
 # first (compileall writes it even where PYTHONDONTWRITEBYTECODE is set, as on the CI
@@ -65,7 +64,7 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 pytest: $(STAMP)
 	$(BIN)/python -m compileall -q src
 	$(BIN)/coverage erase
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/coverage run -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/coverage run -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --fail-under=$(COVERAGE_FLOOR)
 	$(BIN)/coverage json -q -o coverage.json

@@ -8,7 +8,6 @@ production cost itself set it back (the ``production_cost`` fixture)."""
 
 import os
 import signal
-from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -16,33 +15,6 @@ import pytest
 os.environ.setdefault("SERVEKIT_PASSWORD_HASHING", "cheapest-for-tests")
 
 pytest_plugins = ["tests.replay.fixtures"]
-
-# The modules that take longest under `make test` (docs/testing.md, 2026-12-02), handed
-# to the workers first: with --dist loadscope a module runs on one worker, and a long one
-# handed out last is the run's tail. pytest-xdist would order modules by their number of
-# tests (its --loadscope-reorder), which sent the one-minute tuning module (10 tests)
-# near the end; `make pytest` turns that off and this hook orders: these modules, then
-# the others by their number of tests, as xdist would. Any order is correct.
-LONG_FIRST = (
-    "tests/tune/test_acceptance.py",
-    "tests/functional/test_browser_store.py",
-    "tests/functional/test_cli_weights.py",
-    "tests/functional/test_cli_bench_outcomes.py",
-    "tests/functional/test_cli_bench.py",
-    "tests/cli/test_layout.py",
-    "tests/cli/test_json.py",
-    "tests/functional/test_cli_kit.py",
-)
-
-
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {module: i for i, module in enumerate(LONG_FIRST)}
-    tests = Counter(_module(item) for item in items)
-    items.sort(key=lambda item: (rank.get(_module(item), len(rank)), -tests[_module(item)]))
 
 
 @pytest.fixture
