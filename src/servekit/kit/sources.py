@@ -12,15 +12,14 @@ from servekit.package.files import GENERATED, PACKAGE_FILE, package_sources
 from servekit.package.load import LoadedPackage, loaded_from, parse_package
 from servekit.package.source import MemorySource
 from servekit.receipts.archive import NAME_BYTES
-from servekit.seams import ReadFailure, read_bytes
+from servekit.seams import ReadFailure, reading
 
 
 def read_package_file(loaded: LoadedPackage, relative: str) -> bytes:
-    """The bytes of a file of the package (from its directory, or from memory once
-    :func:`snapshot` has read it), or a :class:`PackageFileError`."""
-    if isinstance(loaded.source, MemorySource):
-        return loaded.source.read_bytes(relative)  # every file named is there (loaded_from)
-    return read_bytes(loaded.path(relative), _unreadable)
+    """The bytes of a file of the package, through its source (its directory, or memory
+    once :func:`snapshot` has read it), or a :class:`PackageFileError`."""
+    with reading(loaded.source.where(relative), _unreadable):
+        return loaded.source.read_bytes(relative)
 
 
 def snapshot(loaded: LoadedPackage) -> LoadedPackage:
