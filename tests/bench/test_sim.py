@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 import httpx
 
 from servekit.bench.sim import SimConfig, SimServer
+from tests.functional.helpers import sim_metric
 
 Sim = Callable[..., AbstractContextManager[str]]
 
@@ -48,15 +49,10 @@ def test_streams_tokens_usage_and_done(sim: Sim) -> None:
     assert "servekit_sim_requests_total 1" in metrics
     assert "servekit_sim_generation_tokens_total 3" in metrics
     assert "servekit_sim_first_tokens_total 1" in metrics
-    late = _metric(metrics, "servekit_sim_token_late_seconds_max")
+    late = sim_metric(metrics, "servekit_sim_token_late_seconds_max")
     # its own error: how late a token left after its deadline, on a machine the suite loads
     # (its precision shows in test_cli_bench's medians within 2 % and in sim/test_perf)
     assert 0.0 <= late < 0.1
-
-
-def _metric(text: str, name: str) -> float:
-    (line,) = [line for line in text.splitlines() if line.startswith(f"{name} ")]
-    return float(line.split()[1])
 
 
 def test_json_body_without_a_json_content_type_is_422_like_fastapi(sim: Sim) -> None:

@@ -52,3 +52,9 @@ def screenshot_dir(name: str) -> Path:
     for old in out.glob("*.png"):
         old.unlink()
     return out
+
+
+def sim_metric(text: str, name: str) -> float:
+    """The value of ``name`` in the simulator's ``/metrics`` text."""
+    (line,) = [line for line in text.splitlines() if line.startswith(f"{name} ")]
+    return float(line.split()[1])

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.functional.helpers import ROOT, SERVEKIT, servekit
+from tests.functional.helpers import ROOT, SERVEKIT, servekit, sim_metric
 
 TTFT_MS, ITL_MS = 120.0, 15.0
 
@@ -79,10 +79,10 @@ def test_acceptance_24_measured_requests_and_medians(
 def _first_token_lateness(url: str) -> tuple[float, float]:
     """(first tokens written, seconds they were late in all), from the simulator's /metrics."""
     text = httpx.get(f"{url}/metrics", timeout=10).text
-    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if line[:1] not in ("#", ""))
-    sent = next(float(v) for k, v in values.items() if k.endswith("first_tokens_total"))
-    late = next(float(v) for k, v in values.items() if k.endswith("first_token_late_seconds_total"))
-    return sent, late
+    return (
+        sim_metric(text, "servekit_sim_first_tokens_total"),
+        sim_metric(text, "servekit_sim_first_token_late_seconds_total"),
+    )
 
 
 def test_summary_table_labels_simulator_results(simulator: str, tmp_path: Path) -> None:
